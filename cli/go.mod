@@ -1,0 +1,3 @@
+module tatara.dev/cli
+
+go 1.26.8
