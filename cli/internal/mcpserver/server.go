@@ -167,7 +167,7 @@ func (s *Server) handler(t catalog.Tool) server.ToolHandlerFunc {
 }
 
 func (s *Server) call(ctx context.Context, t catalog.Tool, req mcp.CallToolRequest) (string, string, error) {
-	raw := req.GetRawArguments()
+	raw := req.Params.Arguments
 	args, isObject := raw.(map[string]any)
 	if raw != nil && !isObject {
 		return "", obs.OutcomeInvalidArgs, fmt.Errorf("arguments must be a JSON object, got %T", raw)
