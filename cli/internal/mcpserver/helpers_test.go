@@ -43,7 +43,7 @@ type backends struct {
 	servers  map[catalog.Target]*httptest.Server
 }
 
-func newBackends(t *testing.T) *backends {
+func newBackends(t testing.TB) *backends {
 	b := &backends{status: http.StatusOK, response: `{"ok":true}`, servers: map[catalog.Target]*httptest.Server{}}
 	for _, target := range []catalog.Target{catalog.TargetMemory, catalog.TargetChat, catalog.TargetOperator} {
 		name := string(target)
@@ -128,7 +128,7 @@ func (s *syncBuffer) records(t *testing.T) []map[string]any {
 	return out
 }
 
-func newHarness(t *testing.T, profile string, mutate ...func(*Config)) *harness {
+func newHarness(t testing.TB, profile string, mutate ...func(*Config)) *harness {
 	t.Helper()
 	h := &harness{reg: prometheus.NewRegistry(), logs: &syncBuffer{}, backend: newBackends(t)}
 	cfg := Config{
@@ -172,7 +172,7 @@ func newHarness(t *testing.T, profile string, mutate ...func(*Config)) *harness 
 	return h
 }
 
-func (h *harness) listNames(t *testing.T) []string {
+func (h *harness) listNames(t testing.TB) []string {
 	t.Helper()
 	res, err := h.client.ListTools(context.Background(), mcp.ListToolsRequest{})
 	if err != nil {
@@ -185,7 +185,7 @@ func (h *harness) listNames(t *testing.T) []string {
 	return names
 }
 
-func (h *harness) call(t *testing.T, name string, args any) *mcp.CallToolResult {
+func (h *harness) call(t testing.TB, name string, args any) *mcp.CallToolResult {
 	t.Helper()
 	req := mcp.CallToolRequest{}
 	req.Params.Name = name
