@@ -167,8 +167,6 @@ func New(root, sessionID string, opts ...Option) *Tailer {
 	for _, o := range opts {
 		o(t)
 	}
-	t.readBuf = make([]byte, readBufBytes)
-	t.headBuf = make([]byte, headBytes)
 	t.beat()
 	return t
 }
@@ -225,6 +223,10 @@ func (t *Tailer) beat() { t.heart.Store(time.Now().UnixNano()) }
 // pollOnce discovers files and reads each to its current end; it returns the bytes read.
 func (t *Tailer) pollOnce() int64 {
 	t.beat()
+	if t.readBuf == nil {
+		t.readBuf = make([]byte, readBufBytes)
+		t.headBuf = make([]byte, headBytes)
+	}
 	t.discover()
 	var n int64
 	for _, f := range t.order {
