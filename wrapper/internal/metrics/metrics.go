@@ -45,7 +45,7 @@ func NewMetrics(reg prometheus.Registerer, version string) *Metrics {
 		}, []string{"version", "goversion"}),
 	}
 	reg.MustRegister(m.InternalIssueTotal, m.StreamEventsTotal, m.BuildInfo)
-	m.BuildInfo.WithLabelValues(version, runtime.Version()).Set(1)
+	m.BuildInfo.WithLabelValues(version, goVersion()).Set(1)
 	return m
 }
 
@@ -59,3 +59,5 @@ func NewRegistry() *prometheus.Registry {
 	)
 	return reg
 }
+
+func goVersion() string { return runtime.Version() }
