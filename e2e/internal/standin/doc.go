@@ -32,6 +32,9 @@
 //	sleep <duration>           wait (Go duration: 500ms, 2s); SIGTERM interrupts it
 //	exit <code>                stop now with this exit code (default at the end of the script: 0)
 //
+// As in the agent CLI, --no-session-persistence or an inherited CLAUDE_CODE_CHILD_SESSION turns
+// the transcript off (stream-json output stays).
+//
 // Environment knobs (tests only): STANDIN_CREATE_DELAY (default 300ms) delays the transcript's
 // creation; STANDIN_SPLIT_EVERY (default 3, 0 disables) writes every n-th line in two chunks
 // STANDIN_SPLIT_PAUSE (default 50ms) apart.

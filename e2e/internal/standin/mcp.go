@@ -64,7 +64,9 @@ func expandVars(s string) string {
 var nonToolChar = regexp.MustCompile(`[^A-Za-z0-9_-]`)
 
 // toolPrefix is the agent CLI's name prefix for a server's tools.
-func toolPrefix(server string) string { return "mcp__" + nonToolChar.ReplaceAllString(server, "_") + "__" }
+func toolPrefix(server string) string {
+	return "mcp__" + nonToolChar.ReplaceAllString(server, "_") + "__"
+}
 
 // mcpServer is a configured server and, once connected, its client.
 type mcpServer struct {

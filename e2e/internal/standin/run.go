@@ -35,6 +35,7 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
 type options struct {
 	print, verbose, strictMCP, skipPerms bool
+	noPersistence                        bool
 	outputFormat, inputFormat            string
 	sessionID, permissionMode, model     string
 	appendSystemPrompt                   string
@@ -64,6 +65,7 @@ func parseFlags(args []string, stdin io.Reader) (options, error) {
 	fs.Var(&o.disallowedTools, "disallowedTools", "disallowed tools")
 	fs.BoolVar(&o.skipPerms, "dangerously-skip-permissions", false, "skip permission prompts")
 	fs.IntVar(&o.maxTurns, "max-turns", 0, "max turns")
+	fs.BoolVar(&o.noPersistence, "no-session-persistence", false, "write no transcript")
 	if err := fs.Parse(args); err != nil {
 		return o, fmt.Errorf("failed to parse flags: %w", err)
 	}
@@ -154,8 +156,11 @@ func newRunner(ctx context.Context, o options, stdout, stderr io.Writer) (*runne
 		configDir = filepath.Join(home, ".claude")
 	}
 	r := &runner{o: o, out: stdout, errOut: stderr, servers: map[string]*mcpServer{}, start: time.Now()}
+	// Like the agent CLI: an inherited child-session marker or the flag turns saving off.
+	persist := !o.noPersistence && os.Getenv("CLAUDE_CODE_CHILD_SESSION") == ""
 	r.tr = &transcript{
-		path: TranscriptPath(configDir, cwd, o.sessionID), cwd: cwd, session: o.sessionID,
+		disabled: !persist,
+		path:     TranscriptPath(configDir, cwd, o.sessionID), cwd: cwd, session: o.sessionID,
 		createDelay: envDuration("STANDIN_CREATE_DELAY", 300*time.Millisecond),
 		splitEvery:  envInt("STANDIN_SPLIT_EVERY", 3),
 		splitPause:  envDuration("STANDIN_SPLIT_PAUSE", 50*time.Millisecond),

@@ -99,6 +99,7 @@ type transcript struct {
 	splitEvery  int
 	splitPause  time.Duration
 	echo        func(ev map[string]any)
+	disabled    bool
 
 	file   *os.File
 	parent *string
@@ -134,6 +135,9 @@ func (t *transcript) write(typ string, msg any, toolUseResult json.RawMessage) e
 // writeRaw appends data (one line, '\n' included), creating the file late on first use and
 // splitting every splitEvery-th line into two writes.
 func (t *transcript) writeRaw(data []byte) error {
+	if t.disabled {
+		return nil
+	}
 	if t.file == nil {
 		time.Sleep(t.createDelay)
 		if err := os.MkdirAll(filepath.Dir(t.path), 0o700); err != nil {

@@ -181,7 +181,7 @@ func (p *Process) handleStdoutLine(line []byte) {
 		p.mu.Lock()
 		p.init = &ev
 		p.mu.Unlock()
-		attrs := []slog.Attr{slog.Int("tools", len(ev.Tools)), slog.String("session_id", ev.SessionID)}
+		attrs := []slog.Attr{slog.Int("tools", len(ev.Tools)), slog.String("agent_session_id", ev.SessionID)}
 		level := slog.LevelInfo
 		found := false
 		for _, s := range ev.MCPServers {
