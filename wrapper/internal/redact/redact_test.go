@@ -66,11 +66,3 @@ func TestReplaceAttr(t *testing.T) {
 		}
 	}
 }
-
-func BenchmarkStringPlain(b *testing.B) {
-	r := New("task-token-0123456789")
-	s := strings.Repeat("an ordinary line of model output ", 8)
-	for b.Loop() {
-		_ = r.String(s)
-	}
-}
