@@ -80,7 +80,7 @@ const connectTimeout = 10 * time.Second
 
 // connect initializes the streamable HTTP session; the error is kept for the init status.
 func (s *mcpServer) connect(ctx context.Context) {
-	if s.cfg.Type != "http" && !(s.cfg.Type == "" && s.cfg.URL != "") {
+	if s.cfg.Type != "http" && (s.cfg.Type != "" || s.cfg.URL == "") {
 		s.err = fmt.Errorf("server %q: transport %q is not supported by the stand-in (only http)", s.name, s.cfg.Type)
 		return
 	}

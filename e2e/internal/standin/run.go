@@ -106,19 +106,19 @@ func parseFlags(args []string, stdin io.Reader) (options, error) {
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	o, err := parseFlags(args, stdin)
 	if err != nil {
-		fmt.Fprintln(stderr, "Error:", err)
+		_, _ = fmt.Fprintln(stderr, "Error:", err)
 		return ExitUsage
 	}
 	steps, err := Parse(o.prompt)
 	if err != nil {
-		fmt.Fprintln(stderr, "Error:", err)
+		_, _ = fmt.Fprintln(stderr, "Error:", err)
 		return ExitUsage
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	r, err := newRunner(ctx, o, stdout, stderr)
 	if err != nil {
-		fmt.Fprintln(stderr, "Error:", err)
+		_, _ = fmt.Fprintln(stderr, "Error:", err)
 		return ExitUsage
 	}
 	defer r.close()
@@ -213,13 +213,13 @@ func (r *runner) init(ctx context.Context) {
 		s := r.servers[n]
 		status = append(status, map[string]string{"name": n, "status": s.status()})
 		if s.err != nil {
-			fmt.Fprintf(r.errOut, "MCP server %q: %v\n", n, s.err)
+			_, _ = fmt.Fprintf(r.errOut, "MCP server %q: %v\n", n, s.err)
 			continue
 		}
 		// Like the agent CLI, init lists every MCP tool under its prefixed name.
 		names, err := s.listTools(ctx)
 		if err != nil {
-			fmt.Fprintf(r.errOut, "MCP server %q: %v\n", n, err)
+			_, _ = fmt.Fprintf(r.errOut, "MCP server %q: %v\n", n, err)
 			continue
 		}
 		for _, t := range names {
@@ -249,14 +249,14 @@ func (r *runner) run(ctx context.Context, steps []Step) int {
 		"usage": map[string]int{"input_tokens": 0, "output_tokens": 0},
 	})
 	if r.o.outputFormat == "text" {
-		fmt.Fprintln(r.out, r.last)
+		_, _ = fmt.Fprintln(r.out, r.last)
 	}
 	return code
 }
 
 func (r *runner) steps(ctx context.Context, steps []Step) int {
 	if err := r.tr.prompt(r.o.prompt); err != nil {
-		fmt.Fprintln(r.errOut, "Error:", err)
+		_, _ = fmt.Fprintln(r.errOut, "Error:", err)
 		return ExitStepFailed
 	}
 	for _, st := range steps {
@@ -268,7 +268,7 @@ func (r *runner) steps(ctx context.Context, steps []Step) int {
 			if ctx.Err() != nil {
 				return ExitSignal
 			}
-			fmt.Fprintf(r.errOut, "Error: script line %d (%s): %v\n", st.Line, st.Op, err)
+			_, _ = fmt.Fprintf(r.errOut, "Error: script line %d (%s): %v\n", st.Line, st.Op, err)
 			return ExitStepFailed
 		}
 		if code >= 0 {

@@ -36,7 +36,7 @@ func build(t *testing.T) (string, string) {
 		}
 		gowork, err := exec.Command("go", "env", "GOWORK").Output()
 		if err != nil || strings.TrimSpace(string(gowork)) == "" {
-			buildErr = fmt.Errorf("failed to find go.work (the stand-in lives in the e2e module): %v", err)
+			buildErr = fmt.Errorf("failed to find go.work (the stand-in lives in the e2e module): %w", err)
 			return
 		}
 		wrapperBin, standinBin = filepath.Join(dir, "wrapper"), filepath.Join(dir, "agent-standin")
@@ -47,7 +47,7 @@ func build(t *testing.T) (string, string) {
 			cmd := exec.Command("go", "build", "-o", b.out, b.pkg)
 			cmd.Dir = b.dir
 			if out, err := cmd.CombinedOutput(); err != nil {
-				buildErr = fmt.Errorf("failed to build %s: %v\n%s", b.pkg, err, out)
+				buildErr = fmt.Errorf("failed to build %s: %w\n%s", b.pkg, err, out)
 				return
 			}
 		}
@@ -189,7 +189,7 @@ func httpGet(t *testing.T, url string) (int, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	body, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(body)
 }

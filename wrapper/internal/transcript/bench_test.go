@@ -106,7 +106,7 @@ func decodeWithJSONDecoder[T any](tb testing.TB, path string) int {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	dec := json.NewDecoder(f)
 	n := 0
 	for {

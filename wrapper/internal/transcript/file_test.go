@@ -47,7 +47,7 @@ func writeChunks(t *testing.T, path string, data []byte, rng *rand.Rand) {
 		t.Error(err)
 		return
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	// Small chunks split lines everywhere; a huge payload gets bigger ones so the test stays quick.
 	maxChunk := max(4096, len(data)/256)
 	for len(data) > 0 {

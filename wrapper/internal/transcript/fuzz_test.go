@@ -96,7 +96,7 @@ func readAll(t *testing.T, data []byte, seed uint64) []any {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer file.Close()
+	defer func() { _ = file.Close() }()
 	tl, logs := newTestTailerAt(root)
 	rng := rand.New(rand.NewPCG(seed, seed))
 	for rest := data; len(rest) > 0; {
