@@ -262,3 +262,34 @@ func TestRunFailures(t *testing.T) {
 		})
 	}
 }
+
+func TestNoTranscriptWhenPersistenceIsOff(t *testing.T) {
+	const sid = "3f2a9c1e-8d4b-4c6a-9e2f-1a2b3c4d5e6f"
+	cases := []struct {
+		name string
+		env  string
+		flag []string
+	}{
+		{"inherited child session", "1", nil},
+		{"--no-session-persistence", "", []string{"--no-session-persistence"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfgDir := filepath.Join(t.TempDir(), "claude")
+			t.Setenv("CLAUDE_CONFIG_DIR", cfgDir)
+			t.Setenv("CLAUDE_CODE_CHILD_SESSION", tc.env)
+			t.Setenv("STANDIN_CREATE_DELAY", "0s")
+			var stdout, stderr bytes.Buffer
+			args := append(append([]string{"-p", "--output-format", "stream-json", "--verbose", "--session-id", sid}, tc.flag...), "say hi")
+			if code := Main(args, strings.NewReader(""), &stdout, &stderr); code != 0 {
+				t.Fatalf("code = %d, stderr = %s", code, stderr.String())
+			}
+			if _, err := os.Stat(cfgDir); !os.IsNotExist(err) {
+				t.Fatalf("transcript written although persistence is off: %v", err)
+			}
+			if !strings.Contains(stdout.String(), `"type":"result"`) {
+				t.Fatalf("stdout = %s", stdout.String())
+			}
+		})
+	}
+}
