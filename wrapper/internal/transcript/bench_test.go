@@ -128,40 +128,54 @@ func decodeWithJSONDecoder[T any](tb testing.TB, path string) int {
 // ratio to a plain json.Decoder decoding the same file, both measured in this one run:
 // ratio_vs_decoder_struct against a Decoder filling the tailer's own record type (the same
 // decode work without the tailing, logging and counting), ratio_vs_decoder_map against a
-// Decoder filling map[string]any. Target: >= 0.7.
+// Decoder filling map[string]any. Target: >= 0.7. Each figure is the best of three interleaved
+// rounds.
 func BenchmarkTailerThroughput(b *testing.B) {
 	root := b.TempDir()
 	path := transcriptPath(root)
 	size := writeRealisticTranscript(b, path, 4000)
 	var tailerTime, structTime, mapTime time.Duration
 	var lines int64
-	for b.Loop() {
-		// Warm the page cache and settle the heap so the three runs start equal.
-		decodeWithJSONDecoder[json.RawMessage](b, path)
-
+	// timed runs f after a GC and returns its duration.
+	timed := func(f func()) time.Duration {
 		runtime.GC()
 		start := time.Now()
-		tl := productionTailer(root)
-		tl.Drain()
-		tailerTime += time.Since(start)
-		s := tl.Summary()
-		if s.Malformed != 0 || s.Bytes != size {
-			b.Fatalf("tailer summary %+v for %d bytes", s, size)
+		f()
+		return time.Since(start)
+	}
+	for b.Loop() {
+		// Warm the page cache so every contender reads from memory.
+		decodeWithJSONDecoder[json.RawMessage](b, path)
+		// The machine is shared: interleave three rounds and keep each contender's best, so a
+		// burst of someone else's load does not land on one side only.
+		best := [3]time.Duration{}
+		for round := range 3 {
+			d := [3]time.Duration{
+				timed(func() {
+					tl := productionTailer(root)
+					tl.Drain()
+					s := tl.Summary()
+					if s.Malformed != 0 || s.Bytes != size {
+						b.Fatalf("tailer summary %+v for %d bytes", s, size)
+					}
+					lines = s.Lines
+				}),
+				timed(func() {
+					if n := decodeWithJSONDecoder[record](b, path); int64(n) != lines {
+						b.Fatalf("decoder saw %d records, tailer %d lines", n, lines)
+					}
+				}),
+				timed(func() { decodeWithJSONDecoder[map[string]any](b, path) }),
+			}
+			for i := range d {
+				if round == 0 || d[i] < best[i] {
+					best[i] = d[i]
+				}
+			}
 		}
-		lines = s.Lines
-
-		runtime.GC()
-		start = time.Now()
-		n := decodeWithJSONDecoder[record](b, path)
-		structTime += time.Since(start)
-		if int64(n) != lines {
-			b.Fatalf("decoder saw %d records, tailer %d lines", n, lines)
-		}
-
-		runtime.GC()
-		start = time.Now()
-		decodeWithJSONDecoder[map[string]any](b, path)
-		mapTime += time.Since(start)
+		tailerTime += best[0]
+		structTime += best[1]
+		mapTime += best[2]
 	}
 	mb := float64(size) * float64(b.N) / (1 << 20)
 	b.ReportMetric(float64(size)/(1<<20), "file_MiB")
