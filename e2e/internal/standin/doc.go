@@ -32,6 +32,10 @@
 //	sleep <duration>           wait (Go duration: 500ms, 2s); SIGTERM interrupts it
 //	exit <code>                stop now with this exit code (default at the end of the script: 0)
 //
+// Unlike the agent CLI, --mcp-config takes one value per occurrence (repeat the flag for more);
+// --mcp-config=<path>, the form the wrapper writes, works with both. An unknown flag is an error
+// that names it (exit code 2).
+//
 // As in the agent CLI, --no-session-persistence or an inherited CLAUDE_CODE_CHILD_SESSION turns
 // the transcript off (stream-json output stays).
 //
