@@ -306,8 +306,13 @@ func (f *fileTail) close() {
 func (f *fileTail) poll(t *Tailer) int64 {
 	st, err := os.Stat(f.path)
 	if err != nil {
-		// Removed or unreadable for now: keep the position; the next poll tries again.
-		return 0
+		if f.file == nil {
+			return 0
+		}
+		// Removed (or unreadable) by name: the open file still holds what the agent writes.
+		if st, err = f.file.Stat(); err != nil {
+			return 0
+		}
 	}
 	if f.file == nil || !os.SameFile(f.info, st) {
 		reopened := f.file != nil
