@@ -64,3 +64,18 @@ tools: $(GOLANGCI_LINT) ## Install the pinned tools into the cache.
 .PHONY: clean-cache
 clean-cache: ## Remove the tool/binary cache ($(TATARA_CACHE)).
 	rm -rf $(TATARA_CACHE)
+
+##@ Kubernetes binaries and kind (issue 7; air-gapped path, see README "Kind clusters")
+
+# Locally built Kubernetes binaries (hack/k8s-binaries.sh); kube-apiserver + etcd also serve envtest.
+K8S_BIN_DIR := $(TATARA_CACHE)/k8s/$(KUBERNETES_VERSION)/bin
+ENVTEST_ASSETS := $(K8S_BIN_DIR)
+
+.PHONY: k8s-binaries
+k8s-binaries: ## Build (once, cached) the Kubernetes binaries, etcd, CoreDNS, crictl, pause.
+	hack/k8s-binaries.sh
+
+.PHONY: envtest-assets
+envtest-assets: ## Build kube-apiserver + etcd if needed; print their dir (KUBEBUILDER_ASSETS=$$(make -s envtest-assets)).
+	@hack/k8s-binaries.sh kube-apiserver etcd
+	@echo $(ENVTEST_ASSETS)
