@@ -278,15 +278,20 @@ node_image() {
 	for img in $(cat "${work}/images/required.txt"); do
 		grep -qxF "${img}" "${work}/imported.txt" || { docker rm -f "${ctr_name}" >/dev/null; die "image ${img} missing from the node's containerd after import"; }
 	done
-	docker commit \
-		--change 'ENTRYPOINT ["/kind/bin/tatara-entrypoint", "/sbin/init"]' \
-		--change 'CMD []' \
-		--change 'ENV container=docker' \
-		--change 'STOPSIGNAL SIGRTMIN+3' \
-		--change "LABEL ${INPUTS_LABEL}=${hash}" \
-		--change "LABEL dev.tatara.kind-node.kubernetes-version=${KUBERNETES_VERSION}" \
-		"${ctr_name}" "${IMAGE}" >/dev/null
+	# docker commit cannot set STOPSIGNAL: commit (dropping the build command), then set kind's
+	# runtime settings with a metadata-only build on top (no pull: FROM a local image).
+	local committed="tatara.local/kind-node-build:${hash}"
+	docker commit --change 'CMD []' "${ctr_name}" "${committed}" >/dev/null
 	docker rm -f "${ctr_name}" >/dev/null
+	# systemd wants to know it runs in a container, and stops on SIGRTMIN+3 (kind's base Dockerfile).
+	docker build -q -t "${IMAGE}" - >/dev/null 2>"${work}/build.log" <<EOF || { cat "${work}/build.log" >&2; die "docker build of ${IMAGE} failed"; }
+FROM ${committed}
+ENV container=docker
+STOPSIGNAL SIGRTMIN+3
+LABEL ${INPUTS_LABEL}="${hash}" dev.tatara.kind-node.kubernetes-version="${KUBERNETES_VERSION}"
+ENTRYPOINT ["/kind/bin/tatara-entrypoint", "/sbin/init"]
+EOF
+	docker rmi "${committed}" >/dev/null
 	docker rmi "${base}" >/dev/null
 }
 
