@@ -17,7 +17,7 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-# shellcheck source=versions.env
+# shellcheck source=SCRIPTDIR/versions.env
 source "${ROOT}/hack/versions.env"
 
 CACHE="${TATARA_CACHE:-${HOME}/.cache/tatara}"
@@ -141,9 +141,7 @@ inputs_hash() {
 component_images() {
 	local work="$1" img name tag base out
 	mkdir -p "${work}/images" "${work}/layer"
-	mapfile -t required < <("${K8S_BIN}/kubeadm" config images list --kubernetes-version "${KUBERNETES_VERSION}" 2>/dev/null)
-	((${#required[@]} > 0)) || die "kubeadm config images list printed nothing"
-	for img in "${required[@]}"; do
+	for img in "${REQUIRED_IMAGES[@]}"; do
 		name="${img##*/}"; tag="${name#*:}"; name="${name%%:*}"
 		out="${work}/images/${name}.tar"
 		# The tags must be those of the pinned versions, else the binary in the image is not the
@@ -190,7 +188,6 @@ component_images() {
 		docker rmi "${img}" >/dev/null
 		log "image ${img}: $(du -h "${out}" | cut -f1)"
 	done
-	echo "${required[@]}" >"${work}/images/required.txt"
 }
 
 # assemble WORK: kind's node files and the Kubernetes binaries on the node root filesystem.
@@ -256,7 +253,8 @@ assemble_rootfs() {
 # node_image WORK HASH: imports the rootfs, loads the component images into its containerd inside a
 # throwaway container, commits the result as IMAGE with kind's entrypoint settings.
 node_image() {
-	local work="$1" hash="$2" base="tatara.local/kind-node-base:${hash}" ctr_name="tatara-kind-node-build-$$"
+	local work="$1" hash="$2"
+	local base="tatara.local/kind-node-base:${hash}" ctr_name="tatara-kind-node-build-$$"
 	tar --numeric-owner -C "${work}/rootfs" -c . | docker import - "${base}" >/dev/null
 	rm -rf "${work}/rootfs"
 	docker rm -f "${ctr_name}" >/dev/null 2>&1 || true
@@ -275,7 +273,7 @@ node_image() {
 			rm -rf /tmp/* /run/containerd /var/log/*' >"${work}/imported.txt" \
 		|| { docker rm -f "${ctr_name}" >/dev/null 2>&1; die "importing the component images into the node's containerd failed"; }
 	local img
-	for img in $(cat "${work}/images/required.txt"); do
+	for img in "${REQUIRED_IMAGES[@]}"; do
 		grep -qxF "${img}" "${work}/imported.txt" || { docker rm -f "${ctr_name}" >/dev/null; die "image ${img} missing from the node's containerd after import"; }
 	done
 	# docker commit cannot set STOPSIGNAL: commit (dropping the build command), then set kind's
@@ -320,6 +318,8 @@ main() {
 	local work="${NODE_CACHE}/work"
 	rm -rf "${work}" && mkdir -p "${work}"
 	trap 'rm -rf "${NODE_CACHE}/work"' EXIT
+	mapfile -t REQUIRED_IMAGES < <("${K8S_BIN}/kubeadm" config images list --kubernetes-version "${KUBERNETES_VERSION}" 2>/dev/null)
+	((${#REQUIRED_IMAGES[@]} > 0)) || die "kubeadm config images list printed nothing"
 	step component-images component_images "${work}"
 	step assemble assemble_rootfs "${work}"
 	step node-image node_image "${work}" "${hash}"
