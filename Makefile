@@ -6,7 +6,7 @@ SHELL := /usr/bin/env bash -o pipefail
 include hack/versions.env
 
 # Go modules of the workspace (go.work); each is built, vetted, linted and tested on its own.
-MODULES ?= cli
+MODULES ?= cli operator
 
 # Everything expensive lands under one cache outside the clone, keyed by version.
 TATARA_CACHE ?= $(HOME)/.cache/tatara
@@ -64,3 +64,38 @@ tools: $(GOLANGCI_LINT) ## Install the pinned tools into the cache.
 .PHONY: clean-cache
 clean-cache: ## Remove the tool/binary cache ($(TATARA_CACHE)).
 	rm -rf $(TATARA_CACHE)
+
+##@ Operator (module operator: CRDs, controller, agent-pod builder, REST API)
+
+CONTROLLER_GEN := $(TOOLS_DIR)/controller-gen-$(CONTROLLER_GEN_VERSION)/controller-gen
+# kube-apiserver, etcd and kubectl for envtest, built by hack/k8s-binaries.sh (no download here).
+K8S_BIN_DIR := $(TATARA_CACHE)/k8s/$(KUBERNETES_VERSION)/bin
+export KUBEBUILDER_ASSETS ?= $(K8S_BIN_DIR)
+
+.PHONY: generate
+generate: $(CONTROLLER_GEN) ## Generate the operator's DeepCopy methods from its API types.
+	cd operator && $(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
+
+.PHONY: manifests
+manifests: $(CONTROLLER_GEN) ## Generate the operator's CRD and RBAC YAML from kubebuilder markers.
+	cd operator && $(CONTROLLER_GEN) crd rbac:roleName=tatara-operator paths=./... \
+		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+
+.PHONY: verify-generated
+verify-generated: generate manifests ## Fail when generated operator code or YAML is stale.
+	@if [ -n "$$(git status --porcelain -- operator/api operator/config)" ]; then \
+		git status --porcelain -- operator/api operator/config; git --no-pager diff -- operator/api operator/config | head -50; \
+		echo "generated files are stale: run 'make generate manifests' and commit the result"; exit 1; fi
+
+# make test checks generated files first, then needs the envtest binaries.
+test: verify-generated k8s-binaries
+
+.PHONY: k8s-binaries
+k8s-binaries: ## Build kube-apiserver, etcd, kubectl $(KUBERNETES_VERSION) into $(TATARA_CACHE)/k8s (once).
+	@if [ -x "$(K8S_BIN_DIR)/kube-apiserver" ] && [ -x "$(K8S_BIN_DIR)/etcd" ]; then :; else hack/k8s-binaries.sh; fi
+
+$(CONTROLLER_GEN):
+	@echo "installing controller-gen $(CONTROLLER_GEN_VERSION) into $(@D)"
+	GOBIN=$(@D) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
+
+tools: $(CONTROLLER_GEN)
