@@ -236,16 +236,16 @@ const (
 	// ConditionReady is True while the agent pod is running and ready.
 	ConditionReady = "Ready"
 
-	ReasonProjectNotFound       = "ProjectNotFound"
-	ReasonRepoNotFound          = "RepoNotFound"
-	ReasonRuntimeConfigMissing  = "RuntimeConfigMissing"
-	ReasonRuntimeConfigInvalid  = "RuntimeConfigInvalid"
-	ReasonPodPending            = "PodPending"
-	ReasonPodRunning            = "PodRunning"
-	ReasonPodSucceeded          = "PodSucceeded"
-	ReasonPodFailed             = "PodFailed"
-	ReasonPodMissing            = "PodMissing"
-	ReasonCancelled             = "Cancelled"
+	ReasonProjectNotFound      = "ProjectNotFound"
+	ReasonRepoNotFound         = "RepoNotFound"
+	ReasonRuntimeConfigMissing = "RuntimeConfigMissing"
+	ReasonRuntimeConfigInvalid = "RuntimeConfigInvalid"
+	ReasonPodPending           = "PodPending"
+	ReasonPodRunning           = "PodRunning"
+	ReasonPodSucceeded         = "PodSucceeded"
+	ReasonPodFailed            = "PodFailed"
+	ReasonPodMissing           = "PodMissing"
+	ReasonCancelled            = "Cancelled"
 )
 
 // +kubebuilder:object:root=true
