@@ -42,15 +42,25 @@ test: vet ## Unit and integration tests of every module.
 	@for m in $(MODULES); do echo "== test $$m"; (cd $$m && go test -race -count=1 ./...); done
 
 .PHONY: bench
-bench: ## Benchmarks; each prints its figures as ratios against an in-process baseline.
-	@for m in $(MODULES); do echo "== bench $$m"; (cd $$m && go test -run '^$$' -bench . -benchtime 1x ./...); done
+bench: ## Benchmarks; each prints its figures (ratios against an in-process baseline).
+	@for m in $(MODULES); do echo "== bench $$m"; (cd $$m && go test -run '^$$' -bench . -benchtime 1x -v ./... | grep -vE '^(=== RUN|goos|goarch|pkg|cpu|PASS|ok )'); done
+
+.PHONY: docs
+docs: ## Regenerate cli/docs/tools.md from the tool catalog.
+	cd cli && UPDATE_DOCS=1 go test ./internal/cli -run TestToolReferenceUpToDate -count=1
+
+.PHONY: update-snapshots
+update-snapshots: ## Rewrite the per-tool schema snapshots after a reviewed catalog change.
+	cd cli && UPDATE_TOOLSNAPS=1 go test ./internal/mcpserver -run TestToolSnapshots -count=1
 
 ##@ Build
 
+CLI_VERSION ?= dev
+
 .PHONY: build
-build: ## Build every binary into ./bin.
+build: ## Build every binary into ./bin (static, version-stamped).
 	@mkdir -p $(BIN_DIR)
-	cd cli && CGO_ENABLED=0 go build -o $(BIN_DIR)/tatara ./cmd/tatara
+	cd cli && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X tatara.dev/cli/internal/version.Version=$(CLI_VERSION)" -o $(BIN_DIR)/tatara ./cmd/tatara
 
 ##@ Tools (pinned in hack/versions.env, cached under $(TATARA_CACHE))
 

@@ -1,0 +1,248 @@
+package cli_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// tataraBin is the real binary, built once for the process tests.
+var tataraBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "tatara-bin")
+	if err != nil {
+		panic(err)
+	}
+	tataraBin = filepath.Join(dir, "tatara")
+	build := exec.Command("go", "build", "-o", tataraBin, "tatara.dev/cli/cmd/tatara")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "failed to build tatara:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func initialize(t *testing.T, c *client.Client) {
+	t.Helper()
+	req := mcp.InitializeRequest{}
+	req.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	req.Params.ClientInfo = mcp.Implementation{Name: "binary-test", Version: "0"}
+	res, err := c.Initialize(context.Background(), req)
+	if err != nil {
+		t.Fatalf("initialize: %v", err)
+	}
+	if res.ServerInfo.Name != "tatara" {
+		t.Fatalf("server name %q, want tatara", res.ServerInfo.Name)
+	}
+}
+
+func listCount(t *testing.T, c *client.Client) int {
+	t.Helper()
+	res, err := c.ListTools(context.Background(), mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatalf("tools/list: %v", err)
+	}
+	return len(res.Tools)
+}
+
+// The profile comes from TATARA_TOOL_PROFILE; --tool-profile overrides it.
+func TestStdioTransportPerProfile(t *testing.T) {
+	tests := []struct {
+		env, flag string
+		want      int
+	}{
+		{"implement", "", 46}, {"review", "", 39}, {"triage", "", 41}, {"brainstorm", "", 52},
+		{"lifecycle", "", 60}, {"incident", "", 52}, {"selfImprove", "", 43}, {"", "", 63},
+		{"bogus", "", 63}, {"implement", "review", 39}, {"bogus", "triage", 41},
+	}
+	for _, tt := range tests {
+		t.Run(tt.env+"/"+tt.flag, func(t *testing.T) {
+			args := []string{"mcp", "--transport", "stdio"}
+			if tt.flag != "" {
+				args = append(args, "--tool-profile", tt.flag)
+			}
+			c, err := client.NewStdioMCPClient(tataraBin, []string{"TATARA_TOOL_PROFILE=" + tt.env}, args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = c.Close() }()
+			initialize(t, c)
+			if got := listCount(t, c); got != tt.want {
+				t.Errorf("tools/list = %d tools, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = ln.Close() }()
+	return ln.Addr().String()
+}
+
+type logLines struct {
+	mu    sync.Mutex
+	lines []map[string]any
+	raw   []string
+}
+
+func (l *logLines) find(msg string) map[string]any {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, rec := range l.lines {
+		if rec["msg"] == msg {
+			return rec
+		}
+	}
+	return nil
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// The HTTP transport as the agent pod runs it: streamable HTTP on --listen, /metrics on
+// --metrics-addr defaulted from TATARA_METRICS_ADDR, JSON logs on stderr, SIGTERM stops it.
+func TestHTTPTransportMetricsLogsAndShutdown(t *testing.T) {
+	listen, metricsAddr := freeAddr(t), freeAddr(t)
+	cmd := exec.Command(tataraBin, "mcp", "--transport", "http", "--listen", listen)
+	cmd.Env = append(os.Environ(), "TATARA_TOOL_PROFILE=brainstorm", "TATARA_METRICS_ADDR="+metricsAddr,
+		"TATARA_PROJECT=proj", "TATARA_TASK=task-9")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+	logs := &logLines{}
+	logsDone := make(chan struct{})
+	go func() {
+		defer close(logsDone)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			var rec map[string]any
+			logs.mu.Lock()
+			logs.raw = append(logs.raw, sc.Text())
+			if json.Unmarshal(sc.Bytes(), &rec) == nil {
+				logs.lines = append(logs.lines, rec)
+			}
+			logs.mu.Unlock()
+		}
+	}()
+	waitFor(t, "startup log", func() bool { return logs.find("mcp server started") != nil })
+	start := logs.find("mcp server started")
+	if start["profile"] != "brainstorm" || start["resolved_profile"] != "brainstorm" || start["registered_tools"] != 52.0 || start["level"] != "INFO" {
+		t.Errorf("startup log = %v", start)
+	}
+
+	c, err := client.NewStreamableHttpClient("http://" + listen + "/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Close() }()
+	initialize(t, c)
+	if got := listCount(t, c); got != 52 {
+		t.Errorf("tools/list = %d, want 52", got)
+	}
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "report_internal_issue"
+	req.Params.Arguments = map[string]any{"category": "workspace_broken", "severity": "warn", "description": "git clone failed"}
+	res, err := c.CallTool(context.Background(), req)
+	if err != nil || res.IsError {
+		t.Fatalf("report: %v %+v", err, res)
+	}
+
+	resp, err := http.Get("http://" + metricsAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	for _, want := range []string{
+		`tatara_mcp_registered_tools{profile="brainstorm"} 52`,
+		`tatara_mcp_internal_issue_total{category="workspace_broken",severity="warn"} 1`,
+		`tatara_mcp_build_info{`,
+	} {
+		if !strings.Contains(string(text), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	report := logs.find("internal issue reported")
+	if report == nil || report["level"] != "WARN" || report["task"] != "task-9" || report["category"] != "workspace_broken" {
+		t.Errorf("report log = %v", report)
+	}
+	if resp, err := http.Get("http://" + metricsAddr + "/healthz"); err != nil || resp.StatusCode != 200 {
+		t.Errorf("/healthz: %v", err)
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	<-logsDone
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("exit after SIGTERM: %v (want 0); log: %s", err, strings.Join(logs.raw, "\n"))
+	}
+	if logs.find("mcp server stopping") == nil {
+		t.Errorf("no shutdown log line")
+	}
+}
+
+func TestToolsCommand(t *testing.T) {
+	out, err := exec.Command(tataraBin, "tools", "--profile", "review", "--json").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info struct {
+		ResolvedProfile string `json:"resolvedProfile"`
+		Count           int    `json:"count"`
+		SchemaBytes     int    `json:"schemaBytes"`
+		Tools           []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(out, &info); err != nil {
+		t.Fatalf("tools --json: %v\n%s", err, out)
+	}
+	if info.ResolvedProfile != "review" || info.Count != 39 || len(info.Tools) != 39 || info.SchemaBytes == 0 {
+		t.Errorf("tools --profile review --json = %+v", info)
+	}
+	if out, err := exec.Command(tataraBin, "mcp", "--transport", "carrier-pigeon").CombinedOutput(); err == nil ||
+		!strings.Contains(string(out), `invalid --transport "carrier-pigeon"`) {
+		t.Errorf("bad transport: err=%v out=%s", err, out)
+	}
+}

@@ -1,0 +1,61 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"tatara.dev/cli/internal/catalog"
+)
+
+// ToolReference renders the per-profile tool reference (docs/tools.md) from the catalog.
+func ToolReference() string {
+	var b strings.Builder
+	names := catalog.ProfileNames()
+	sets := map[string]map[string]bool{}
+	b.WriteString("# Tool reference\n\n<!-- Generated from the catalog by `make docs`; do not edit. -->\n\n")
+	b.WriteString("Profiles are set per Task kind through `TATARA_TOOL_PROFILE`; an empty or unknown profile serves every tool.\n\n")
+	b.WriteString("| profile | tools |\n|---|---|\n")
+	for _, p := range names {
+		sets[p], _ = catalog.ProfileTools(p)
+		fmt.Fprintf(&b, "| %s | %d |\n", p, len(sets[p]))
+	}
+	fmt.Fprintf(&b, "| \"\" or unknown (fail-open) | %d |\n\n", len(catalog.All()))
+
+	b.WriteString("## Membership\n\n| tool | group | " + strings.Join(names, " | ") + " |\n|---|---|" + strings.Repeat("---|", len(names)) + "\n")
+	for _, t := range catalog.All() {
+		fmt.Fprintf(&b, "| %s | %s |", t.Name, t.Group)
+		for _, p := range names {
+			mark := " "
+			if sets[p][t.Name] {
+				mark = "x"
+			}
+			fmt.Fprintf(&b, " %s |", mark)
+		}
+		b.WriteString("\n")
+	}
+
+	b.WriteString("\n## Tools\n")
+	for _, t := range catalog.All() {
+		fmt.Fprintf(&b, "\n### %s\n\n%s\n\n", t.Name, t.Description)
+		fmt.Fprintf(&b, "Group `%s`, backend `%s`", t.Group, t.Target)
+		if t.Method != "" {
+			fmt.Fprintf(&b, " (`%s %s`)", t.Method, t.Path)
+		}
+		fmt.Fprintf(&b, ". Hints: readOnly=%t destructive=%t idempotent=%t openWorld=%t.\n", t.Hints.ReadOnly, t.Hints.Destructive, t.Hints.Idempotent, t.Hints.OpenWorld)
+		if len(t.Args) == 0 {
+			continue
+		}
+		b.WriteString("\n| argument | type | required | description |\n|---|---|---|---|\n")
+		for _, a := range t.Args {
+			desc := a.Description
+			if len(a.Enum) > 0 {
+				desc += " One of: `" + strings.Join(a.Enum, "`, `") + "`."
+			}
+			if a.FromEnv != "" {
+				desc += " Default: `TATARA_" + strings.ToUpper(a.FromEnv) + "`."
+			}
+			fmt.Fprintf(&b, "| %s | %s | %t | %s |\n", a.Name, a.Type, a.Required, desc)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,37 @@
+// Package profiles exposes the cli's tool profiles to other components of the monorepo: the
+// operator's authorization test proves its per-kind table agrees with what each profile
+// advertises, without a second hand-written copy.
+package profiles
+
+import (
+	"slices"
+
+	"tatara.dev/cli/internal/catalog"
+)
+
+// Names returns the known profile names, sorted.
+func Names() []string { return catalog.ProfileNames() }
+
+// Tools returns the tool names a known profile registers (alwaysOn included); ok is false for
+// "" and unknown names, for which the cli fails open and registers every tool.
+func Tools(profile string) (tools map[string]bool, ok bool) { return catalog.ProfileTools(profile) }
+
+// OperatorTools returns the names of the operator-target tools, sorted.
+func OperatorTools() []string {
+	var names []string
+	for _, t := range catalog.OperatorTools() {
+		names = append(names, t.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// All returns the name of every tool in the catalog, sorted: what a fail-open cli registers.
+func All() []string {
+	var names []string
+	for _, t := range catalog.All() {
+		names = append(names, t.Name)
+	}
+	slices.Sort(names)
+	return names
+}
