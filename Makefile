@@ -78,9 +78,9 @@ clean-cache: ## Remove the tool/binary cache ($(TATARA_CACHE)).
 ##@ Operator (module operator: CRDs, controller, agent-pod builder, REST API)
 
 CONTROLLER_GEN := $(TOOLS_DIR)/controller-gen-$(CONTROLLER_GEN_VERSION)/controller-gen
-# kube-apiserver, etcd and kubectl for envtest, built by hack/k8s-binaries.sh (no download here).
-K8S_BIN_DIR := $(TATARA_CACHE)/k8s/$(KUBERNETES_VERSION)/bin
-export KUBEBUILDER_ASSETS ?= $(K8S_BIN_DIR)
+# kube-apiserver and etcd for envtest, built by hack/k8s-binaries.sh (nothing is downloaded).
+OPERATOR_ENVTEST_DIR := $(TATARA_CACHE)/k8s/$(KUBERNETES_VERSION)/bin
+export KUBEBUILDER_ASSETS ?= $(OPERATOR_ENVTEST_DIR)
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate the operator's DeepCopy methods from its API types.
@@ -98,11 +98,13 @@ verify-generated: generate manifests ## Fail when generated operator code or YAM
 		echo "generated files are stale: run 'make generate manifests' and commit the result"; exit 1; fi
 
 # make test checks generated files first, then needs the envtest binaries.
-test: verify-generated k8s-binaries
+test: verify-generated operator-envtest-assets
+bench: operator-envtest-assets
 
-.PHONY: k8s-binaries
-k8s-binaries: ## Build kube-apiserver, etcd, kubectl $(KUBERNETES_VERSION) into $(TATARA_CACHE)/k8s (once).
-	@if [ -x "$(K8S_BIN_DIR)/kube-apiserver" ] && [ -x "$(K8S_BIN_DIR)/etcd" ]; then :; else hack/k8s-binaries.sh; fi
+.PHONY: operator-envtest-assets
+operator-envtest-assets: ## Build kube-apiserver + etcd $(KUBERNETES_VERSION) for the operator's envtest (once, cached).
+	@if [ -x "$(OPERATOR_ENVTEST_DIR)/kube-apiserver" ] && [ -x "$(OPERATOR_ENVTEST_DIR)/etcd" ]; then :; \
+		else hack/k8s-binaries.sh kube-apiserver etcd; fi
 
 $(CONTROLLER_GEN):
 	@echo "installing controller-gen $(CONTROLLER_GEN_VERSION) into $(@D)"

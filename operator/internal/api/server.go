@@ -266,4 +266,3 @@ func (s *Server) event(task *tatarav1.Task, reason, action, note string) {
 	}
 	s.opts.Recorder.Eventf(task, nil, corev1.EventTypeNormal, reason, action, "%s", note)
 }
-
