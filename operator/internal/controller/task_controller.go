@@ -66,7 +66,7 @@ type TaskReconciler struct {
 // +kubebuilder:rbac:groups=tatara.dev,resources=tasks/finalizers,verbs=update
 // +kubebuilder:rbac:groups=tatara.dev,resources=projects,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
@@ -151,6 +151,23 @@ func (r *TaskReconciler) setReady(task *tatarav1.Task, status metav1.ConditionSt
 	})
 }
 
+func ownedBy(o client.Object, task *tatarav1.Task) bool {
+	owner := metav1.GetControllerOf(o)
+	return owner != nil && owner.UID == task.UID
+}
+
+// errStaleObject makes the controller retry once a stale object is gone.
+var errStaleObject = errors.New("deleted an object left over from an earlier task of the same name; retrying")
+
+func (r *TaskReconciler) deleteStale(ctx context.Context, o client.Object) error {
+	uid := o.GetUID()
+	err := r.Delete(ctx, o, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	if client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("failed to delete stale %s %q: %w", o.GetObjectKind().GroupVersionKind().Kind, o.GetName(), err)
+	}
+	return errStaleObject
+}
+
 // newToken returns 32 random bytes, hex encoded.
 func newToken() (string, error) {
 	b := make([]byte, 32)
@@ -168,7 +185,12 @@ func (r *TaskReconciler) ensureSecret(ctx context.Context, task *tatarav1.Task) 
 	var existing corev1.Secret
 	err := r.Get(ctx, types.NamespacedName{Namespace: task.Namespace, Name: name}, &existing)
 	if err == nil {
-		return nil
+		if ownedBy(&existing, task) {
+			return nil
+		}
+		// Left over from a deleted Task of the same name that the garbage collector has not
+		// removed yet: its token must not pass to the new Task.
+		return r.deleteStale(ctx, &existing)
 	}
 	if !apierrors.IsNotFound(err) {
 		return fmt.Errorf("failed to get secret %q: %w", name, err)
@@ -213,6 +235,9 @@ func (r *TaskReconciler) ensurePod(ctx context.Context, task *tatarav1.Task, pro
 	var pod corev1.Pod
 	err := r.Get(ctx, types.NamespacedName{Namespace: task.Namespace, Name: name}, &pod)
 	if err == nil {
+		if !ownedBy(&pod, task) {
+			return nil, r.deleteStale(ctx, &pod)
+		}
 		return &pod, nil
 	}
 	if !apierrors.IsNotFound(err) {
@@ -221,6 +246,9 @@ func (r *TaskReconciler) ensurePod(ctx context.Context, task *tatarav1.Task, pro
 	// The cache may lag behind our own create: ask the API server before concluding anything.
 	err = r.APIReader.Get(ctx, types.NamespacedName{Namespace: task.Namespace, Name: name}, &pod)
 	if err == nil {
+		if !ownedBy(&pod, task) {
+			return nil, r.deleteStale(ctx, &pod)
+		}
 		return &pod, nil
 	}
 	if !apierrors.IsNotFound(err) {
