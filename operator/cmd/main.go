@@ -27,6 +27,7 @@ func main() {
 	flag.StringVar(&opts.Controller.OperatorURL, "operator-url", "http://tatara-operator.tatara-system.svc:8082", "TATARA_OPERATOR_URL given to agent pods")
 	flag.StringVar(&opts.Controller.MemoryURL, "memory-url", "", "TATARA_MEMORY_URL given to agent pods")
 	flag.StringVar(&opts.Controller.ChatURL, "chat-url", "", "TATARA_CHAT_URL given to agent pods")
+	flag.IntVar(&opts.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "Tasks reconciled in parallel")
 	flag.Int64Var(&opts.MaxBodyBytes, "api-max-body-bytes", 16<<10, "largest REST request body accepted (413 above)")
 	flag.TextVar(&level, "log-level", slog.LevelInfo, "log level: DEBUG, INFO, WARN or ERROR")
 	flag.Parse()

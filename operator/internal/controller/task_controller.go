@@ -21,6 +21,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -243,18 +244,15 @@ func (r *TaskReconciler) ensurePod(ctx context.Context, task *tatarav1.Task, pro
 	if !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("failed to get pod %q: %w", name, err)
 	}
-	// The cache may lag behind our own create: ask the API server before concluding anything.
-	err = r.APIReader.Get(ctx, types.NamespacedName{Namespace: task.Namespace, Name: name}, &pod)
-	if err == nil {
-		if !ownedBy(&pod, task) {
-			return nil, r.deleteStale(ctx, &pod)
-		}
-		return &pod, nil
-	}
-	if !apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("failed to get pod %q: %w", name, err)
-	}
 	if task.Status.PodName != "" {
+		// The cache may lag behind our own create: ask the API server before concluding.
+		err = r.APIReader.Get(ctx, types.NamespacedName{Namespace: task.Namespace, Name: name}, &pod)
+		if err == nil {
+			return &pod, nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("failed to get pod %q: %w", name, err)
+		}
 		// One pod per Task, ever: a pod that disappeared is not replaced.
 		task.Status.Phase = tatarav1.PhaseFailed
 		r.setReady(task, metav1.ConditionFalse, tatarav1.ReasonPodMissing, fmt.Sprintf("agent pod %q was deleted before it finished", name))
@@ -278,12 +276,21 @@ func (r *TaskReconciler) ensurePod(ctx context.Context, task *tatarav1.Task, pro
 		*rc.dst = img
 	}
 
+	// The deterministic name makes the create itself the duplicate check: a pod created by
+	// an earlier reconcile whose status write was lost answers AlreadyExists.
 	desired := agent.BuildPod(task, project, cfg)
 	if err := r.Create(ctx, desired); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			return nil, nil // a concurrent create won; the pod event requeues us
+		if !apierrors.IsAlreadyExists(err) {
+			return nil, fmt.Errorf("failed to create pod %q: %w", name, err)
 		}
-		return nil, fmt.Errorf("failed to create pod %q: %w", name, err)
+		if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: task.Namespace, Name: name}, &pod); err != nil {
+			return nil, fmt.Errorf("failed to get pod %q: %w", name, err)
+		}
+		if !ownedBy(&pod, task) {
+			return nil, r.deleteStale(ctx, &pod)
+		}
+		task.Status.PodName = name
+		return &pod, nil
 	}
 	if r.Metrics != nil {
 		r.Metrics.AgentPodsCreated.Inc()
@@ -378,7 +385,7 @@ func (r *TaskReconciler) event(task *tatarav1.Task, reason, action, note string)
 
 // SetupWithManager registers the controller: Tasks, their pods and Secrets, and the Projects
 // and runtime ConfigMaps a waiting Task depends on.
-func (r *TaskReconciler) SetupWithManager(mgr ctrl.Manager, skipNameValidation bool) error {
+func (r *TaskReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&tatarav1.Task{}).
 		Owns(&corev1.Pod{}).
@@ -386,10 +393,8 @@ func (r *TaskReconciler) SetupWithManager(mgr ctrl.Manager, skipNameValidation b
 		Watches(&tatarav1.Project{}, handler.EnqueueRequestsFromMapFunc(r.tasksOfProject)).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.waitingTasks),
 			builder.WithPredicates(predicate.NewPredicateFuncs(r.isRuntimeConfigMap))).
-		Named("task")
-	if skipNameValidation {
-		b = b.WithOptions(controllerOptions())
-	}
+		Named("task").
+		WithOptions(opts)
 	return b.Complete(r)
 }
 

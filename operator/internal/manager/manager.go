@@ -15,9 +15,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -53,6 +55,8 @@ type Options struct {
 	// which /metrics serves.
 	Registerer prometheus.Registerer
 	Log        *slog.Logger
+	// MaxConcurrentReconciles is how many Tasks are reconciled in parallel (0: 1).
+	MaxConcurrentReconciles int
 	// SkipNameValidation allows several managers in one process (tests restarting the operator).
 	SkipNameValidation bool
 }
@@ -120,7 +124,11 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 	r := &controller.TaskReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: rec, Metrics: m, Config: opts.Controller,
 	}
-	if err := r.SetupWithManager(mgr, opts.SkipNameValidation); err != nil {
+	copts := ctrlcontroller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}
+	if opts.SkipNameValidation {
+		copts.SkipNameValidation = ptr.To(true)
+	}
+	if err := r.SetupWithManager(mgr, copts); err != nil {
 		return nil, fmt.Errorf("failed to set up task controller: %w", err)
 	}
 

@@ -120,7 +120,7 @@ func startOperator(t testing.TB, opts ...opOption) *operator {
 			OperatorURL:      "http://tatara-operator.tatara-system.svc:8082",
 			MemoryURL:        "http://memory.test:8080", ChatURL: "http://chat.test:8080",
 		},
-		Registerer: reg, SkipNameValidation: true,
+		Registerer: reg, SkipNameValidation: true, MaxConcurrentReconciles: 4,
 		Log: slog.New(slog.NewJSONHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
 	for _, f := range opts {
