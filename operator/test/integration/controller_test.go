@@ -290,7 +290,7 @@ func TestCancelDeletesPod(t *testing.T) {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("pod still there (err %v)", err)
+		return fmt.Errorf("pod still there (err %w)", err)
 	})
 }
 
