@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
@@ -209,7 +210,7 @@ func TestMissingProjectIsAConditionUntilCreated(t *testing.T) {
 }
 
 func TestMissingRuntimeConfigMapIsAConditionUntilCreated(t *testing.T) {
-	emptyNS := "runtime-" + strings.ToLower(t.Name()[len(t.Name())-6:])
+	emptyNS := "runtime-" + rand.String(6)
 	if err := k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: emptyNS}}); err != nil {
 		t.Fatal(err)
 	}

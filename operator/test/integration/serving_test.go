@@ -11,6 +11,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/types"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 	"tatara.dev/operator/internal/manager"
@@ -47,6 +48,12 @@ func TestMetricsHealthAndLeaderElection(t *testing.T) {
 		o.MetricsAddr, o.ProbeAddr = metricsAddr, probeAddr
 		o.Registerer = nil
 		o.LeaderElection, o.LeaderElectionNamespace = true, runtimeNS
+	})
+	// Registered once per process: unregister so -count=N can run this test again.
+	t.Cleanup(func() {
+		for _, c := range op.Metrics.Collectors() {
+			ctrlmetrics.Registry.Unregister(c)
+		}
 	})
 	ns := newNamespace(t)
 	newProject(t, ns, "p")
