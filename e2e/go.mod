@@ -11,7 +11,6 @@ require (
 	github.com/google/jsonschema-go v0.4.2 // indirect
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2 // indirect
 	github.com/spf13/cast v1.7.1 // indirect
-	github.com/stretchr/testify v1.12.1 // indirect
 	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
-	golang.org/x/text v0.42.0 // indirect
+	golang.org/x/text v0.14.0 // indirect
 )
