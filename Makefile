@@ -137,3 +137,10 @@ $(CONTROLLER_GEN):
 	GOBIN=$(@D) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
 
 tools: $(CONTROLLER_GEN)
+
+build: build-operator
+
+.PHONY: build-operator
+build-operator: ## Build the operator binary into ./bin.
+	@mkdir -p $(BIN_DIR)
+	cd operator && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $(BIN_DIR)/tatara-operator ./cmd

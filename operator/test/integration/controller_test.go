@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -17,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 	"tatara.dev/operator/internal/agent"
@@ -323,5 +326,36 @@ func TestNamespaceEnforcesRestricted(t *testing.T) {
 	err := k8s.Create(context.Background(), pod)
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "restricted") {
 		t.Fatalf("a non-restricted pod must be rejected by Pod Security admission, got %v", err)
+	}
+}
+
+// TestSamplesAreValid creates config/samples through the API server (CRD schema validation)
+// and checks the sample Task gets its pod.
+func TestSamplesAreValid(t *testing.T) {
+	startOperator(t)
+	ns := newNamespace(t)
+	var project tatarav1.Project
+	var task tatarav1.Task
+	for file, obj := range map[string]client.Object{
+		"tatara_v1alpha1_project.yaml": &project,
+		"tatara_v1alpha1_task.yaml":    &task,
+	} {
+		raw, err := os.ReadFile(filepath.Join("..", "..", "config", "samples", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := yaml.UnmarshalStrict(raw, obj); err != nil {
+			t.Fatalf("failed to decode %s: %v", file, err)
+		}
+		obj.SetNamespace(ns)
+	}
+	for _, obj := range []client.Object{&project, &task} {
+		if err := k8s.Create(context.Background(), obj); err != nil {
+			t.Fatalf("failed to create sample %s: %v", obj.GetName(), err)
+		}
+	}
+	pod := waitPod(t, ns, task.Name)
+	if n := len(pod.Spec.InitContainers); n != 2 {
+		t.Fatalf("sample project with an agent image: %d init containers, want 2", n)
 	}
 }
