@@ -333,7 +333,11 @@ main() {
 	((${#REQUIRED_IMAGES[@]} > 0)) || die "kubeadm config images list printed nothing"
 	step component-images component_images "${work}"
 	step assemble assemble_rootfs "${work}"
+	local previous
+	previous="$(docker image inspect -f '{{.Id}}' "${IMAGE}" 2>/dev/null || true)"
 	step node-image node_image "${work}" "${hash}"
+	# The image this one replaces is 1 GB; drop it unless a container (a running cluster) uses it.
+	[[ -z "${previous}" ]] || docker rmi "${previous}" >/dev/null 2>&1 || true
 	log "built ${IMAGE} ($(docker image inspect -f '{{.Size}}' "${IMAGE}" | awk '{printf "%.0f MB", $1/1e6}')) in $((SECONDS - total))s"
 }
 
