@@ -6,7 +6,7 @@ SHELL := /usr/bin/env bash -o pipefail
 include hack/versions.env
 
 # Go modules of the workspace (go.work); each is built, vetted, linted and tested on its own.
-MODULES ?= cli charts
+MODULES ?= cli operator charts
 
 # Everything expensive lands under one cache outside the clone, keyed by version.
 TATARA_CACHE ?= $(HOME)/.cache/tatara
@@ -212,3 +212,39 @@ chart-tools: ## Install (once, cached) helm, helmfile, kube-apiserver and etcd f
 	@[ -x "$(TATARA_ENVTEST_ASSETS)/kube-apiserver" ] && [ -x "$(TATARA_ENVTEST_ASSETS)/etcd" ] || hack/k8s-binaries.sh kube-apiserver etcd
 
 test: chart-tools check-pins
+##@ Operator (module operator: CRDs, controller, agent-pod builder, REST API)
+
+CONTROLLER_GEN := $(TOOLS_DIR)/controller-gen-$(CONTROLLER_GEN_VERSION)/controller-gen
+# kube-apiserver and etcd for envtest, built by hack/k8s-binaries.sh (nothing is downloaded).
+OPERATOR_ENVTEST_DIR := $(TATARA_CACHE)/k8s/$(KUBERNETES_VERSION)/bin
+export KUBEBUILDER_ASSETS ?= $(OPERATOR_ENVTEST_DIR)
+
+.PHONY: generate
+generate: $(CONTROLLER_GEN) ## Generate the operator's DeepCopy methods from its API types.
+	cd operator && $(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
+
+.PHONY: manifests
+manifests: $(CONTROLLER_GEN) ## Generate the operator's CRD and RBAC YAML from kubebuilder markers.
+	cd operator && $(CONTROLLER_GEN) crd rbac:roleName=tatara-operator paths=./... \
+		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+
+.PHONY: verify-generated
+verify-generated: generate manifests ## Fail when generated operator code or YAML is stale.
+	@if [ -n "$$(git status --porcelain -- operator/api operator/config)" ]; then \
+		git status --porcelain -- operator/api operator/config; git --no-pager diff -- operator/api operator/config | head -50; \
+		echo "generated files are stale: run 'make generate manifests' and commit the result"; exit 1; fi
+
+# make test checks generated files first, then needs the envtest binaries.
+test: verify-generated operator-envtest-assets
+bench: operator-envtest-assets
+
+.PHONY: operator-envtest-assets
+operator-envtest-assets: ## Build kube-apiserver + etcd $(KUBERNETES_VERSION) for the operator's envtest (once, cached).
+	@if [ -x "$(OPERATOR_ENVTEST_DIR)/kube-apiserver" ] && [ -x "$(OPERATOR_ENVTEST_DIR)/etcd" ]; then :; \
+		else hack/k8s-binaries.sh kube-apiserver etcd; fi
+
+$(CONTROLLER_GEN):
+	@echo "installing controller-gen $(CONTROLLER_GEN_VERSION) into $(@D)"
+	GOBIN=$(@D) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
+
+tools: $(CONTROLLER_GEN)
