@@ -166,7 +166,7 @@ component_images() {
 				;;
 			coredns)
 				install -m 0755 "${K8S_BIN}/coredns" "${work}/layer/coredns"
-				mkdir -p "${work}/layer/etc/coredns" "${work}/layer/tmp"
+				mkdir -p "${work}/layer/etc/coredns" "${work}/layer/tmp" && chmod 1777 "${work}/layer/tmp"
 				tar --numeric-owner --owner=0 --group=0 -C "${work}/layer" -c . \
 					| docker import "${changes[@]}" --change 'ENTRYPOINT ["/coredns"]' - "${img}" >/dev/null
 				;;
@@ -177,7 +177,7 @@ component_images() {
 				;;
 			etcd|kube-apiserver|kube-controller-manager|kube-scheduler)
 				install -m 0755 "${K8S_BIN}/${name}" "${work}/layer/usr/local/bin/${name}"
-				mkdir -p "${work}/layer/tmp" "${work}/layer/var/lib/etcd"
+				mkdir -p "${work}/layer/tmp" "${work}/layer/var/lib/etcd" && chmod 1777 "${work}/layer/tmp"
 				tar --numeric-owner --owner=0 --group=0 -C "${work}/layer" -c . \
 					| docker import "${changes[@]}" --change "ENTRYPOINT [\"/usr/local/bin/${name}\"]" - "${img}" >/dev/null
 				;;
