@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net/http"
 	"regexp"
 	"strings"
 	"testing"
@@ -37,10 +38,10 @@ func TestCatalogInvariants(t *testing.T) {
 			if tool.Target != TargetLocal && (tool.Method == "" || !strings.HasPrefix(tool.Path, "/")) {
 				t.Errorf("backend tool needs a method and an absolute path, got %q %q", tool.Method, tool.Path)
 			}
-			if tool.Hints.ReadOnly && (tool.Method != "GET" || tool.Hints.Destructive) {
+			if tool.Hints.ReadOnly && (tool.Method != http.MethodGet || tool.Hints.Destructive) {
 				t.Errorf("read-only hint on %s %s (destructive=%t)", tool.Method, tool.Path, tool.Hints.Destructive)
 			}
-			if tool.Method == "DELETE" && !tool.Hints.Destructive {
+			if tool.Method == http.MethodDelete && !tool.Hints.Destructive {
 				t.Errorf("DELETE must carry the destructive hint")
 			}
 			args := map[string]bool{}

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -15,7 +16,7 @@ var (
 // codeTool is a read-only code-graph query: GET /code-graph/<route>?repo=<repo>&...
 func codeTool(name, route, desc string, args ...Arg) Tool {
 	return Tool{Name: name, Group: GroupCodeGraph, Target: TargetMemory, Hints: Read,
-		Method: "GET", Path: "/code-graph/" + route, Description: desc,
+		Method: http.MethodGet, Path: "/code-graph/" + route, Description: desc,
 		Args: append([]Arg{repoArg}, args...)}
 }
 
@@ -58,9 +59,9 @@ func codeCommunities() Tool {
 		q := url.Values{"repo": {argText(args["repo"])}}
 		if n, ok := communityNumber(args["community"]); ok {
 			q.Set("community", strconv.FormatInt(n, 10))
-			return Request{Method: "GET", Path: "/code-graph/community", Query: q}, nil
+			return Request{Method: http.MethodGet, Path: "/code-graph/community", Query: q}, nil
 		}
-		return Request{Method: "GET", Path: "/code-graph/communities", Query: q}, nil
+		return Request{Method: http.MethodGet, Path: "/code-graph/communities", Query: q}, nil
 	}
 	return t
 }
@@ -86,12 +87,12 @@ func codeHyperedges() Tool {
 		q := url.Values{"repo": {argText(args["repo"])}}
 		if id, _ := args["id"].(string); id != "" {
 			q.Set("id", id)
-			return Request{Method: "GET", Path: "/code-graph/hyperedge", Query: q}, nil
+			return Request{Method: http.MethodGet, Path: "/code-graph/hyperedge", Query: q}, nil
 		}
 		if entity, _ := args["entity"].(string); entity != "" {
 			q.Set("entity", entity)
 		}
-		return Request{Method: "GET", Path: "/code-graph/hyperedges", Query: q}, nil
+		return Request{Method: http.MethodGet, Path: "/code-graph/hyperedges", Query: q}, nil
 	}
 	return t
 }

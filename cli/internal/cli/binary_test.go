@@ -206,8 +206,13 @@ func TestHTTPTransportMetricsLogsAndShutdown(t *testing.T) {
 	if report == nil || report["level"] != "WARN" || report["task"] != "task-9" || report["category"] != "workspace_broken" {
 		t.Errorf("report log = %v", report)
 	}
-	if resp, err := http.Get("http://" + metricsAddr + "/healthz"); err != nil || resp.StatusCode != 200 {
-		t.Errorf("/healthz: %v", err)
+	healthz, err := http.Get("http://" + metricsAddr + "/healthz")
+	if err != nil {
+		t.Fatalf("/healthz: %v", err)
+	}
+	_ = healthz.Body.Close()
+	if healthz.StatusCode != http.StatusOK {
+		t.Errorf("/healthz = %d, want 200", healthz.StatusCode)
 	}
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {

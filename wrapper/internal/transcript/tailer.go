@@ -191,6 +191,7 @@ func (t *Tailer) Run(ctx context.Context) {
 
 // Drain reads every byte written so far (looking for late files once more), then warns about
 // any unterminated last line, which is left unprocessed: only bytes up to a '\n' are acted on.
+// Run calls it when its context ends; call it directly only when Run is not used.
 func (t *Tailer) Drain() {
 	// A few rounds: a subagent file can appear while the main file is being read.
 	for range 5 {
