@@ -219,6 +219,10 @@ bump: ## Bump a component everywhere: make bump COMPONENT=cli|wrapper|operator V
 sync-crds: ## Copy the operator's generated CRDs and RBAC rules into the tatara-operator chart (make test checks).
 	@cd charts && go run ./cmd/syncoperator --root ..
 
+.PHONY: chart-snapshots
+chart-snapshots: ## Rewrite charts/testdata/snapshots after a reviewed template change.
+	cd charts && UPDATE_SNAPSHOTS=1 go test . -run TestDefaultRenderSnapshots -count=1
+
 .PHONY: monitoring-crds
 monitoring-crds: ## Regenerate the prometheus-operator CRDs the chart tests dry-run against.
 	hack/monitoring-crds.sh
