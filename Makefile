@@ -177,13 +177,9 @@ helmfile: ## Install the pinned helmfile into the cache; print its path.
 # Images `make images` builds: <registry>/<name>:<version>, the version being the component's.
 IMAGE_REGISTRY ?= tatara.local
 IMAGE_NAMES := tatara-cli tatara-wrapper tatara-operator tatara-agent-standin
-tatara-cli_BINARY := tatara
 tatara-cli_VERSION := $(CLI_VERSION)
-tatara-wrapper_BINARY := wrapper
 tatara-wrapper_VERSION := $(WRAPPER_VERSION)
-tatara-operator_BINARY := operator
 tatara-operator_VERSION := $(OPERATOR_VERSION)
-tatara-agent-standin_BINARY := agent-standin
 tatara-agent-standin_VERSION := $(AGENT_STANDIN_VERSION)
 IMAGE_REFS := $(foreach i,$(IMAGE_NAMES),$(IMAGE_REGISTRY)/$(i):$($(i)_VERSION))
 IMAGE_CONTEXT := $(BIN_DIR)/image-context
