@@ -66,7 +66,7 @@ prepare_tools() {
 node_image() {
 	if [[ -z "${NODE_IMAGE}" ]]; then
 		log "KIND_NODE_IMAGE is not set: kind's default node image (needs a registry)"
-	elif [[ "${NODE_IMAGE}" == tatara.local/kind-node:* ]]; then
+	elif [[ "${NODE_IMAGE}" == tatara.local/kind-node* ]]; then
 		KIND_NODE_IMAGE="${NODE_IMAGE}" "${ROOT}/hack/kind-node-image.sh"
 	else
 		docker image inspect "${NODE_IMAGE}" >/dev/null 2>&1 || log "${NODE_IMAGE} is not local: kind will pull it"
