@@ -3,7 +3,13 @@
 // per test), never registered at import time.
 package metrics
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"runtime"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"tatara.dev/operator/internal/version"
+)
 
 // Metrics are the operator's own metrics; controller-runtime adds its reconcile metrics.
 type Metrics struct {
@@ -17,6 +23,8 @@ type Metrics struct {
 	TaskReconciles *prometheus.CounterVec
 	// IntentsRecorded counts intents by tool and result (recorded, idempotent, conflict).
 	IntentsRecorded *prometheus.CounterVec
+	// BuildInfo is always 1; its labels identify the running build.
+	BuildInfo *prometheus.GaugeVec
 }
 
 // NewMetrics creates the metrics and registers them on reg.
@@ -42,12 +50,17 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "tatara_operator_intents_total",
 			Help: "Intent calls by tool and result (recorded, idempotent, conflict).",
 		}, []string{"intent", "result"}),
+		BuildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "tatara_operator_build_info",
+			Help: "Always 1; labels carry the operator's version and Go version.",
+		}, []string{"version", "goversion"}),
 	}
+	m.BuildInfo.WithLabelValues(version.Version, runtime.Version()).Set(1)
 	reg.MustRegister(m.Collectors()...)
 	return m
 }
 
 // Collectors returns every metric, e.g. to unregister them from a shared registry.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.APIRequests, m.AgentPodsCreated, m.TokenSecretsCreated, m.TaskReconciles, m.IntentsRecorded}
+	return []prometheus.Collector{m.APIRequests, m.AgentPodsCreated, m.TokenSecretsCreated, m.TaskReconciles, m.IntentsRecorded, m.BuildInfo}
 }

@@ -41,6 +41,30 @@ tatara_operator_intents_total{intent="pr_outcome",result="conflict"} 1
 	}
 }
 
+func TestBuildInfo(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	NewMetrics(reg)
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "tatara_operator_build_info" {
+			continue
+		}
+		if len(f.GetMetric()) != 1 || f.GetMetric()[0].GetGauge().GetValue() != 1 {
+			t.Fatalf("tatara_operator_build_info = %v, want one series at 1", f.GetMetric())
+		}
+		for _, l := range f.GetMetric()[0].GetLabel() {
+			if l.GetName() == "version" && l.GetValue() == "" {
+				t.Error("version label is empty")
+			}
+		}
+		return
+	}
+	t.Fatal("tatara_operator_build_info is not registered")
+}
+
 func TestNewMetricsTwiceOnOneRegistryPanics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	NewMetrics(reg)
