@@ -132,7 +132,9 @@ clean-cache: ## Remove the tool/binary/rootfs cache ($(TATARA_CACHE)) and the lo
 
 # Locally built Kubernetes binaries (hack/k8s-binaries.sh); kube-apiserver + etcd also serve envtest.
 K8S_BIN_DIR := $(TATARA_CACHE)/k8s/$(KUBERNETES_VERSION)/bin
-ENVTEST_ASSETS := $(K8S_BIN_DIR)
+# The operator's envtest and the chart tests' server-side dry runs use this apiserver and etcd.
+export KUBEBUILDER_ASSETS ?= $(K8S_BIN_DIR)
+export TATARA_ENVTEST_ASSETS := $(K8S_BIN_DIR)
 
 .PHONY: k8s-binaries
 k8s-binaries: ## Build (once, cached) the Kubernetes binaries, etcd, CoreDNS, crictl, pause.
@@ -141,7 +143,7 @@ k8s-binaries: ## Build (once, cached) the Kubernetes binaries, etcd, CoreDNS, cr
 .PHONY: envtest-assets
 envtest-assets: ## Build kube-apiserver + etcd if needed; print their dir (KUBEBUILDER_ASSETS=$$(make -s envtest-assets)).
 	@hack/k8s-binaries.sh kube-apiserver etcd
-	@echo $(ENVTEST_ASSETS)
+	@echo $(K8S_BIN_DIR)
 
 # Node image for kind. Empty = kind's default node image (a laptop); the air-gapped path sets
 # KIND_NODE_IMAGE=tatara.local/kind-node:$(KUBERNETES_VERSION), built by `make kind-node-image`.
@@ -221,20 +223,16 @@ monitoring-crds: ## Regenerate the prometheus-operator CRDs the chart tests dry-
 # they fail, never skip, when one is missing.
 export TATARA_HELM := $(TOOLS_DIR)/helm-$(HELM_VERSION)/helm
 export TATARA_HELMFILE := $(TOOLS_DIR)/helmfile-$(HELMFILE_VERSION)/helmfile
-export TATARA_ENVTEST_ASSETS := $(TATARA_CACHE)/k8s/$(KUBERNETES_VERSION)/bin
 
 .PHONY: chart-tools
-chart-tools: ## Install (once, cached) helm, helmfile, kube-apiserver and etcd for the chart tests.
+chart-tools: envtest-assets ## Install (once, cached) helm, helmfile, kube-apiserver and etcd for the chart tests.
 	@hack/tools.sh helm helmfile >/dev/null
-	@[ -x "$(TATARA_ENVTEST_ASSETS)/kube-apiserver" ] && [ -x "$(TATARA_ENVTEST_ASSETS)/etcd" ] || hack/k8s-binaries.sh kube-apiserver etcd
 
 test: chart-tools check-pins
 ##@ Operator (module operator: CRDs, controller, agent-pod builder, REST API)
 
 CONTROLLER_GEN := $(TOOLS_DIR)/controller-gen-$(CONTROLLER_GEN_VERSION)/controller-gen
 # kube-apiserver and etcd for envtest, built by hack/k8s-binaries.sh (nothing is downloaded).
-OPERATOR_ENVTEST_DIR := $(TATARA_CACHE)/k8s/$(KUBERNETES_VERSION)/bin
-export KUBEBUILDER_ASSETS ?= $(OPERATOR_ENVTEST_DIR)
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate the operator's DeepCopy methods from its API types.
@@ -256,13 +254,8 @@ verify-generated: $(CONTROLLER_GEN) ## Fail when the operator's generated code o
 	echo "generated operator files are up to date"
 
 # make test checks generated files first, then needs the envtest binaries.
-test: verify-generated operator-envtest-assets
-bench: operator-envtest-assets
-
-.PHONY: operator-envtest-assets
-operator-envtest-assets: ## Build kube-apiserver + etcd $(KUBERNETES_VERSION) for the operator's envtest (once, cached).
-	@if [ -x "$(OPERATOR_ENVTEST_DIR)/kube-apiserver" ] && [ -x "$(OPERATOR_ENVTEST_DIR)/etcd" ]; then :; \
-		else hack/k8s-binaries.sh kube-apiserver etcd; fi
+test: verify-generated envtest-assets
+bench: envtest-assets
 
 $(CONTROLLER_GEN):
 	@echo "installing controller-gen $(CONTROLLER_GEN_VERSION) into $(@D)"
