@@ -6,7 +6,7 @@ SHELL := /usr/bin/env bash -o pipefail
 include hack/versions.env
 
 # Go modules of the workspace (go.work); each is built, vetted, linted and tested on its own.
-MODULES ?= cli
+MODULES ?= cli operator charts
 
 # Everything expensive lands under one cache outside the clone, keyed by version.
 TATARA_CACHE ?= $(HOME)/.cache/tatara
@@ -55,12 +55,44 @@ update-snapshots: ## Rewrite the per-tool schema snapshots after a reviewed cata
 
 ##@ Build
 
-CLI_VERSION ?= dev
+# Component versions live in ONE place: the appVersion of each component's chart. `make bump` moves
+# it together with the helmfile pins; `make check-pins` proves they all agree.
+chart_app_version = $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\} *$$/\1/p' charts/$(1)/Chart.yaml)
+CLI_VERSION := $(call chart_app_version,tatara-cli)
+WRAPPER_VERSION := $(call chart_app_version,tatara-wrapper)
+OPERATOR_VERSION := $(call chart_app_version,tatara-operator)
+# The stand-in agent is versioned with the wrapper it drives (helmfile environment kind pins it).
+AGENT_STANDIN_VERSION := $(WRAPPER_VERSION)
+
+# Binaries: <name>_MODULE, _PKG (inside the module), _VERSION, _VERSION_VAR (the -X target).
+BINARIES := tatara wrapper operator agent-standin
+tatara_MODULE := cli
+tatara_PKG := ./cmd/tatara
+tatara_VERSION := $(CLI_VERSION)
+tatara_VERSION_VAR := tatara.dev/cli/internal/version.Version
+wrapper_MODULE := wrapper
+wrapper_PKG := ./cmd/wrapper
+wrapper_VERSION := $(WRAPPER_VERSION)
+wrapper_VERSION_VAR := tatara.dev/wrapper/internal/app.Version
+operator_MODULE := operator
+operator_PKG := ./cmd
+operator_VERSION := $(OPERATOR_VERSION)
+operator_VERSION_VAR := tatara.dev/operator/internal/version.Version
+agent-standin_MODULE := e2e
+agent-standin_PKG := ./cmd/agent-standin
+agent-standin_VERSION := $(AGENT_STANDIN_VERSION)
+agent-standin_VERSION_VAR := main.version
+# Only the binaries whose module is in this checkout (a branch may not have them all yet).
+PRESENT_BINARIES := $(foreach b,$(BINARIES),$(if $(wildcard $($(b)_MODULE)/go.mod),$(b)))
+
+# go build of one binary: static, trimmed, version-stamped. $(1)=name $(2)=output path.
+go_build = cd $($(1)_MODULE) && CGO_ENABLED=0 go build -trimpath \
+	-ldflags "-s -w -X $($(1)_VERSION_VAR)=$($(1)_VERSION)" -o $(2) $($(1)_PKG)
 
 .PHONY: build
-build: ## Build every binary into ./bin (static, version-stamped).
+build: ## Build every binary into ./bin (static, version-stamped with its chart's appVersion).
 	@mkdir -p $(BIN_DIR)
-	cd cli && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X tatara.dev/cli/internal/version.Version=$(CLI_VERSION)" -o $(BIN_DIR)/tatara ./cmd/tatara
+	@$(foreach b,$(PRESENT_BINARIES),echo "== build $(b) $($(b)_VERSION)"; $(call go_build,$(b),$(BIN_DIR)/$(b)) &&) true
 
 ##@ Tools (pinned in hack/versions.env, cached under $(TATARA_CACHE))
 
@@ -70,7 +102,149 @@ $(GOLANGCI_LINT):
 
 .PHONY: tools
 tools: $(GOLANGCI_LINT) ## Install the pinned tools into the cache.
+	@hack/tools.sh kind helm helmfile >/dev/null
 
 .PHONY: clean-cache
-clean-cache: ## Remove the tool/binary cache ($(TATARA_CACHE)).
+clean-cache: ## Remove the tool/binary/rootfs cache ($(TATARA_CACHE)) and the local kind node image.
+	@docker rmi $(LOCAL_KIND_NODE_IMAGE) tatara.local/privileged-probe:1 >/dev/null 2>&1 || true
 	rm -rf $(TATARA_CACHE)
+
+##@ Kubernetes binaries and kind (issue 7; air-gapped path, see README "Kind clusters")
+
+# Locally built Kubernetes binaries (hack/k8s-binaries.sh); kube-apiserver + etcd also serve envtest.
+K8S_BIN_DIR := $(TATARA_CACHE)/k8s/$(KUBERNETES_VERSION)/bin
+ENVTEST_ASSETS := $(K8S_BIN_DIR)
+
+.PHONY: k8s-binaries
+k8s-binaries: ## Build (once, cached) the Kubernetes binaries, etcd, CoreDNS, crictl, pause.
+	hack/k8s-binaries.sh
+
+.PHONY: envtest-assets
+envtest-assets: ## Build kube-apiserver + etcd if needed; print their dir (KUBEBUILDER_ASSETS=$$(make -s envtest-assets)).
+	@hack/k8s-binaries.sh kube-apiserver etcd
+	@echo $(ENVTEST_ASSETS)
+
+# Node image for kind. Empty = kind's default node image (a laptop); the air-gapped path sets
+# KIND_NODE_IMAGE=tatara.local/kind-node:$(KUBERNETES_VERSION), built by `make kind-node-image`.
+KIND_NODE_IMAGE ?=
+LOCAL_KIND_NODE_IMAGE := tatara.local/kind-node:$(KUBERNETES_VERSION)
+# hack/kind.sh runs the pinned kind, with the docker shim only where a probe shows it is needed.
+KIND := $(CURDIR)/hack/kind.sh
+
+.PHONY: kind-node-image
+kind-node-image: ## Build the kind node image offline (Go modules + Debian packages); no-op when up to date.
+	KIND_NODE_IMAGE=$(or $(KIND_NODE_IMAGE),$(LOCAL_KIND_NODE_IMAGE)) hack/kind-node-image.sh
+
+.PHONY: kind-smoke
+kind-smoke: ## Create a kind cluster, run a locally built scratch image to Ready, check DNS, delete it.
+	KIND_NODE_IMAGE=$(KIND_NODE_IMAGE) hack/kind-smoke.sh
+
+.PHONY: kind helm helmfile
+kind: ## Install the pinned kind into the cache; print its path.
+	@hack/tools.sh kind
+helm: ## Install the pinned helm (version-stamped) into the cache; print its path.
+	@hack/tools.sh helm
+helmfile: ## Install the pinned helmfile into the cache; print its path.
+	@hack/tools.sh helmfile
+
+##@ Packaging: images, charts, helmfile pins (issue 6)
+
+# Images `make images` builds: <registry>/<name>:<version>, the version being the component's.
+IMAGE_REGISTRY ?= tatara.local
+IMAGE_NAMES := tatara-cli tatara-wrapper tatara-operator tatara-agent-standin
+tatara-cli_BINARY := tatara
+tatara-cli_VERSION := $(CLI_VERSION)
+tatara-wrapper_BINARY := wrapper
+tatara-wrapper_VERSION := $(WRAPPER_VERSION)
+tatara-operator_BINARY := operator
+tatara-operator_VERSION := $(OPERATOR_VERSION)
+tatara-agent-standin_BINARY := agent-standin
+tatara-agent-standin_VERSION := $(AGENT_STANDIN_VERSION)
+IMAGE_REFS := $(foreach i,$(IMAGE_NAMES),$(IMAGE_REGISTRY)/$(i):$($(i)_VERSION))
+IMAGE_CONTEXT := $(BIN_DIR)/image-context
+# Images are linux binaries of the host's architecture (kind runs on this host).
+IMAGE_GOARCH ?= $(shell go env GOARCH)
+
+.PHONY: images
+images: ## Build the four images (FROM scratch, UID 65532) with docker, tagged with the pinned versions.
+	@hack/ensure-docker.sh
+	@$(foreach b,$(BINARIES),[ -f $($(b)_MODULE)/go.mod ] || { echo "make images: module $($(b)_MODULE)/ (binary $(b)) is missing from this checkout"; exit 1; };)
+	@mkdir -p $(IMAGE_CONTEXT)
+	@$(foreach b,$(BINARIES),echo "== build $(b) $($(b)_VERSION) (linux/$(IMAGE_GOARCH))"; GOOS=linux GOARCH=$(IMAGE_GOARCH) $(call go_build,$(b),$(IMAGE_CONTEXT)/$(b)) &&) true
+	cd hack/cp && GOWORK=off CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_GOARCH) go build -trimpath -ldflags "-s -w" -o $(IMAGE_CONTEXT)/cp .
+	@$(foreach i,$(IMAGE_NAMES),echo "== image $(IMAGE_REGISTRY)/$(i):$($(i)_VERSION)"; \
+		docker build -q --target $(i) --build-arg VERSION=$($(i)_VERSION) -t $(IMAGE_REGISTRY)/$(i):$($(i)_VERSION) \
+		-f hack/image/Dockerfile $(IMAGE_CONTEXT) >/dev/null &&) true
+	@docker image ls --format '{{.Repository}}:{{.Tag}}\t{{.Size}}' | grep -F -e '$(IMAGE_REGISTRY)/tatara-' | sort
+
+.PHONY: image-refs
+image-refs: ## Print the image references make images builds.
+	@echo $(IMAGE_REFS)
+
+.PHONY: check-pins
+check-pins: ## Prove helmfile pins == Chart.yaml version/appVersion == the tags make images builds.
+	@cd charts && go run ./cmd/pins check --root .. --images "$(IMAGE_REFS)"
+
+.PHONY: bump
+bump: ## Bump a component everywhere: make bump COMPONENT=cli|wrapper|operator VERSION=x.y.z
+	@if [ -z "$(COMPONENT)" ] || [ -z "$(VERSION)" ]; then echo "usage: make bump COMPONENT=cli|wrapper|operator VERSION=x.y.z"; exit 2; fi
+	@cd charts && go run ./cmd/pins bump --root .. --component "$(COMPONENT)" --version "$(VERSION)"
+
+.PHONY: sync-crds
+sync-crds: ## Copy the operator's generated CRDs into charts/tatara-operator/crds (checked by make test).
+	@[ -d operator/config/crd/bases ] || { echo "sync-crds: operator/config/crd/bases is missing"; exit 1; }
+	rm -f charts/tatara-operator/crds/*.yaml
+	cp operator/config/crd/bases/*.yaml charts/tatara-operator/crds/
+
+.PHONY: monitoring-crds
+monitoring-crds: ## Regenerate the prometheus-operator CRDs the chart tests dry-run against.
+	hack/monitoring-crds.sh
+
+# The chart tests run the pinned helm and helmfile and a real kube-apiserver + etcd (envtest);
+# they fail, never skip, when one is missing.
+export TATARA_HELM := $(TOOLS_DIR)/helm-$(HELM_VERSION)/helm
+export TATARA_HELMFILE := $(TOOLS_DIR)/helmfile-$(HELMFILE_VERSION)/helmfile
+export TATARA_ENVTEST_ASSETS := $(TATARA_CACHE)/k8s/$(KUBERNETES_VERSION)/bin
+
+.PHONY: chart-tools
+chart-tools: ## Install (once, cached) helm, helmfile, kube-apiserver and etcd for the chart tests.
+	@hack/tools.sh helm helmfile >/dev/null
+	@[ -x "$(TATARA_ENVTEST_ASSETS)/kube-apiserver" ] && [ -x "$(TATARA_ENVTEST_ASSETS)/etcd" ] || hack/k8s-binaries.sh kube-apiserver etcd
+
+test: chart-tools check-pins
+##@ Operator (module operator: CRDs, controller, agent-pod builder, REST API)
+
+CONTROLLER_GEN := $(TOOLS_DIR)/controller-gen-$(CONTROLLER_GEN_VERSION)/controller-gen
+# kube-apiserver and etcd for envtest, built by hack/k8s-binaries.sh (nothing is downloaded).
+OPERATOR_ENVTEST_DIR := $(TATARA_CACHE)/k8s/$(KUBERNETES_VERSION)/bin
+export KUBEBUILDER_ASSETS ?= $(OPERATOR_ENVTEST_DIR)
+
+.PHONY: generate
+generate: $(CONTROLLER_GEN) ## Generate the operator's DeepCopy methods from its API types.
+	cd operator && $(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
+
+.PHONY: manifests
+manifests: $(CONTROLLER_GEN) ## Generate the operator's CRD and RBAC YAML from kubebuilder markers.
+	cd operator && $(CONTROLLER_GEN) crd rbac:roleName=tatara-operator paths=./... \
+		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+
+.PHONY: verify-generated
+verify-generated: generate manifests ## Fail when generated operator code or YAML is stale.
+	@if [ -n "$$(git status --porcelain -- operator/api operator/config)" ]; then \
+		git status --porcelain -- operator/api operator/config; git --no-pager diff -- operator/api operator/config | head -50; \
+		echo "generated files are stale: run 'make generate manifests' and commit the result"; exit 1; fi
+
+# make test checks generated files first, then needs the envtest binaries.
+test: verify-generated operator-envtest-assets
+bench: operator-envtest-assets
+
+.PHONY: operator-envtest-assets
+operator-envtest-assets: ## Build kube-apiserver + etcd $(KUBERNETES_VERSION) for the operator's envtest (once, cached).
+	@if [ -x "$(OPERATOR_ENVTEST_DIR)/kube-apiserver" ] && [ -x "$(OPERATOR_ENVTEST_DIR)/etcd" ]; then :; \
+		else hack/k8s-binaries.sh kube-apiserver etcd; fi
+
+$(CONTROLLER_GEN):
+	@echo "installing controller-gen $(CONTROLLER_GEN_VERSION) into $(@D)"
+	GOBIN=$(@D) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
+
+tools: $(CONTROLLER_GEN)

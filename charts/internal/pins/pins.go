@@ -1,0 +1,449 @@
+// Package pins reads and rewrites the release pins of the repository: each component's version
+// lives in its charts' Chart.yaml (version == appVersion), in helmfile/helmfile.yaml (chart
+// version and image.tag of its releases), in helmfile/environments/kind.yaml (the stand-in agent
+// image, versioned with the wrapper) and in the image tags `make images` builds. Check proves
+// they agree; Bump moves one component to a new version everywhere at once.
+package pins
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Component is one versioned unit: its charts and helmfile releases share its version, and so
+// do the images built for it.
+type Component struct {
+	// Name is what `make bump COMPONENT=` takes.
+	Name string
+	// Charts are directories under charts/ whose Chart.yaml carries the version.
+	Charts []string
+	// Releases are helmfile release names pinned to the version (chart version; image.tag too
+	// when ImageReleases says so).
+	Releases []string
+	// ImageReleases are the releases that also pin image.tag.
+	ImageReleases []string
+	// Images are the image names (without registry) make images tags with the version.
+	Images []string
+	// KindAgentImage is true when the kind environment's stand-in agent image follows this
+	// component's version.
+	KindAgentImage bool
+}
+
+// Components lists every component in the spec's rollout order.
+var Components = []Component{
+	{Name: "cli", Charts: []string{"tatara-cli"}, Releases: []string{"tatara-cli"}, ImageReleases: []string{"tatara-cli"}, Images: []string{"tatara-cli"}},
+	{Name: "wrapper", Charts: []string{"tatara-wrapper"}, Releases: []string{"tatara-wrapper"}, ImageReleases: []string{"tatara-wrapper"}, Images: []string{"tatara-wrapper", "tatara-agent-standin"}, KindAgentImage: true},
+	{Name: "operator", Charts: []string{"tatara-operator", "tatara-project"}, Releases: []string{"tatara-operator", "tatara-project"}, ImageReleases: []string{"tatara-operator"}, Images: []string{"tatara-operator"}},
+}
+
+// RolloutOrder is the order releases must appear in helmfile.yaml, each needing the one before.
+var RolloutOrder = []string{"tatara-cli", "tatara-wrapper", "tatara-operator", "tatara-project"}
+
+// Paths relative to the repository root.
+const (
+	HelmfilePath = "helmfile/helmfile.yaml"
+	KindEnvPath  = "helmfile/environments/kind.yaml"
+	// AgentStandinImage is the image name of the stand-in agent in the kind environment.
+	AgentStandinImage = "tatara-agent-standin"
+)
+
+var semver = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?$`)
+
+// ErrMismatch is wrapped by every disagreement Check finds.
+var ErrMismatch = errors.New("pins disagree")
+
+// ComponentByName returns the component called name.
+func ComponentByName(name string) (Component, error) {
+	names := make([]string, 0, len(Components))
+	for _, c := range Components {
+		if c.Name == name {
+			return c, nil
+		}
+		names = append(names, c.Name)
+	}
+	return Component{}, fmt.Errorf("unknown component %q (known: %s)", name, strings.Join(names, ", "))
+}
+
+// ValidateVersion rejects anything but a semantic version x.y.z[-pre]; "latest" in particular.
+func ValidateVersion(v string) error {
+	if !semver.MatchString(v) {
+		return fmt.Errorf("invalid version %q: want x.y.z (semantic version, no leading v, never latest)", v)
+	}
+	return nil
+}
+
+// scalar is one YAML scalar with its position in the file, so it can be rewritten in place.
+type scalar struct {
+	file  string
+	value string
+	line  int // 1-based
+	col   int // 1-based
+	style yaml.Style
+}
+
+func (s scalar) String() string { return fmt.Sprintf("%s:%d", s.file, s.line) }
+
+func readYAML(root, rel string) (*yaml.Node, []byte, error) {
+	data, err := os.ReadFile(filepath.Join(root, rel))
+	if err != nil {
+		return nil, nil, fmt.Errorf("failed to read %q: %w", rel, err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, nil, fmt.Errorf("failed to parse %q: %w", rel, err)
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {
+		return nil, nil, fmt.Errorf("failed to parse %q: want one YAML document", rel)
+	}
+	return doc.Content[0], data, nil
+}
+
+// lookup follows mapping keys from n and returns the node found, or nil.
+func lookup(n *yaml.Node, keys ...string) *yaml.Node {
+	for _, k := range keys {
+		if n == nil || n.Kind != yaml.MappingNode {
+			return nil
+		}
+		var next *yaml.Node
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == k {
+				next = n.Content[i+1]
+				break
+			}
+		}
+		n = next
+	}
+	return n
+}
+
+func toScalar(file string, n *yaml.Node) (scalar, bool) {
+	if n == nil || n.Kind != yaml.ScalarNode {
+		return scalar{}, false
+	}
+	return scalar{file: file, value: n.Value, line: n.Line, col: n.Column, style: n.Style}, true
+}
+
+// Chart is the version pins of one Chart.yaml.
+type Chart struct {
+	Name       string
+	Version    scalar
+	AppVersion scalar
+}
+
+// Release is the pins of one helmfile release.
+type Release struct {
+	Name     string
+	Version  scalar
+	ImageTag scalar
+	HasTag   bool
+	Needs    []string
+}
+
+// State is every pin of the repository.
+type State struct {
+	Charts    map[string]Chart
+	Releases  []Release
+	AgentTag  scalar
+	AgentRepo string
+}
+
+// Load reads the pins under root (the repository root).
+func Load(root string) (*State, error) {
+	st := &State{Charts: map[string]Chart{}}
+	for _, c := range Components {
+		for _, name := range c.Charts {
+			rel := filepath.ToSlash(filepath.Join("charts", name, "Chart.yaml"))
+			doc, _, err := readYAML(root, rel)
+			if err != nil {
+				return nil, err
+			}
+			if got, _ := toScalar(rel, lookup(doc, "name")); got.value != name {
+				return nil, fmt.Errorf("failed to load chart %q: %s has name %q", name, rel, got.value)
+			}
+			v, ok := toScalar(rel, lookup(doc, "version"))
+			if !ok {
+				return nil, fmt.Errorf("failed to load chart %q: %s has no version", name, rel)
+			}
+			av, ok := toScalar(rel, lookup(doc, "appVersion"))
+			if !ok {
+				return nil, fmt.Errorf("failed to load chart %q: %s has no appVersion", name, rel)
+			}
+			st.Charts[name] = Chart{Name: name, Version: v, AppVersion: av}
+		}
+	}
+
+	doc, _, err := readYAML(root, HelmfilePath)
+	if err != nil {
+		return nil, err
+	}
+	rels := lookup(doc, "releases")
+	if rels == nil || rels.Kind != yaml.SequenceNode {
+		return nil, fmt.Errorf("failed to load %q: no releases list", HelmfilePath)
+	}
+	for _, r := range rels.Content {
+		name, _ := toScalar(HelmfilePath, lookup(r, "name"))
+		rel := Release{Name: name.value}
+		if v, ok := toScalar(HelmfilePath, lookup(r, "version")); ok {
+			rel.Version = v
+		}
+		if needs := lookup(r, "needs"); needs != nil {
+			for _, n := range needs.Content {
+				rel.Needs = append(rel.Needs, n.Value)
+			}
+		}
+		if vals := lookup(r, "values"); vals != nil {
+			for _, v := range vals.Content {
+				if tag, ok := toScalar(HelmfilePath, lookup(v, "image", "tag")); ok {
+					rel.ImageTag, rel.HasTag = tag, true
+				}
+			}
+		}
+		st.Releases = append(st.Releases, rel)
+	}
+
+	env, _, err := readYAML(root, KindEnvPath)
+	if err != nil {
+		return nil, err
+	}
+	img, ok := toScalar(KindEnvPath, lookup(env, "project", "agentImage"))
+	if !ok {
+		return nil, fmt.Errorf("failed to load %q: no project.agentImage", KindEnvPath)
+	}
+	repo, tag, found := strings.Cut(img.value[strings.LastIndex(img.value, "/")+1:], ":")
+	if !found {
+		return nil, fmt.Errorf("failed to load %q: project.agentImage %q has no tag", KindEnvPath, img.value)
+	}
+	st.AgentRepo = repo
+	// Point the scalar at the tag inside the image reference so Bump can rewrite just the tag.
+	st.AgentTag = img
+	st.AgentTag.value = tag
+	return st, nil
+}
+
+func (st *State) release(name string) (Release, bool) {
+	for _, r := range st.Releases {
+		if r.Name == name {
+			return r, true
+		}
+	}
+	return Release{}, false
+}
+
+// Version returns a component's version: the appVersion of its first chart.
+func (st *State) Version(c Component) string { return st.Charts[c.Charts[0]].AppVersion.value }
+
+// Check returns every disagreement between the pins, and between the pins and images, the
+// references `make images` builds (name:tag, registry prefix allowed). Each problem names the
+// file, line and both values; the error wraps ErrMismatch.
+func (st *State) Check(images []string) error {
+	var problems []string
+	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+
+	built := map[string][]string{}
+	for _, ref := range images {
+		name, tag, ok := strings.Cut(ref[strings.LastIndex(ref, "/")+1:], ":")
+		if !ok {
+			add("make images builds %q without a tag", ref)
+			continue
+		}
+		built[name] = append(built[name], tag)
+	}
+
+	for _, c := range Components {
+		want := st.Version(c)
+		if err := ValidateVersion(want); err != nil {
+			add("%s: component %s: %v", st.Charts[c.Charts[0]].AppVersion, c.Name, err)
+		}
+		for _, name := range c.Charts {
+			ch := st.Charts[name]
+			if ch.Version.value != ch.AppVersion.value {
+				add("%s: chart %s has version %q but appVersion %q (they move together)", ch.Version, name, ch.Version.value, ch.AppVersion.value)
+			}
+			if ch.AppVersion.value != want {
+				add("%s: chart %s has appVersion %q but component %s is at %q (%s)", ch.AppVersion, name, ch.AppVersion.value, c.Name, want, st.Charts[c.Charts[0]].AppVersion)
+			}
+		}
+		for i, rname := range c.Releases {
+			r, ok := st.release(rname)
+			if !ok {
+				add("%s: no release %q", HelmfilePath, rname)
+				continue
+			}
+			chart := st.Charts[c.Charts[i]]
+			if r.Version.value == "" {
+				add("%s: release %s pins no chart version", HelmfilePath, rname)
+			} else if r.Version.value != chart.Version.value {
+				add("%s: release %s pins chart version %q but %s has version %q", r.Version, rname, r.Version.value, chart.Version, chart.Version.value)
+			}
+		}
+		for _, rname := range c.ImageReleases {
+			r, ok := st.release(rname)
+			if !ok {
+				continue
+			}
+			switch {
+			case !r.HasTag:
+				add("%s: release %s pins no image.tag", HelmfilePath, rname)
+			case r.ImageTag.value != want:
+				add("%s: release %s pins image.tag %q but %s has appVersion %q", r.ImageTag, rname, r.ImageTag.value, st.Charts[c.Charts[0]].AppVersion, want)
+			}
+		}
+		if c.KindAgentImage && st.AgentTag.value != want {
+			add("%s: project.agentImage pins %s:%s but the %s component (which versions it) is at %q", st.AgentTag, st.AgentRepo, st.AgentTag.value, c.Name, want)
+		}
+		if images != nil {
+			for _, img := range c.Images {
+				tags := built[img]
+				switch {
+				case len(tags) == 0:
+					add("make images does not build %s (want %s:%s)", img, img, want)
+				case len(tags) != 1 || tags[0] != want:
+					add("make images builds %s:%s but helmfile and charts pin %s (component %s)", img, strings.Join(tags, ","), want, c.Name)
+				}
+			}
+		}
+	}
+	if images != nil {
+		known := map[string]bool{}
+		for _, c := range Components {
+			for _, img := range c.Images {
+				known[img] = true
+			}
+		}
+		for img := range built {
+			if !known[img] {
+				add("make images builds %s, which no component versions", img)
+			}
+		}
+	}
+	if st.AgentRepo != AgentStandinImage {
+		add("%s: project.agentImage is %q, want the %s image", st.AgentTag, st.AgentRepo, AgentStandinImage)
+	}
+
+	// Rollout order: exactly these releases, in this order, each needing the previous one.
+	var names []string
+	for _, r := range st.Releases {
+		names = append(names, r.Name)
+	}
+	if strings.Join(names, ",") != strings.Join(RolloutOrder, ",") {
+		add("%s: releases are [%s], want the rollout order [%s]", HelmfilePath, strings.Join(names, " "), strings.Join(RolloutOrder, " "))
+	} else {
+		for i := 1; i < len(st.Releases); i++ {
+			prev := RolloutOrder[i-1]
+			ok := false
+			for _, n := range st.Releases[i].Needs {
+				if n == prev || strings.HasSuffix(n, "/"+prev) {
+					ok = true
+				}
+			}
+			if !ok {
+				add("%s: release %s does not need %s (rollout order)", HelmfilePath, st.Releases[i].Name, prev)
+			}
+		}
+	}
+	for _, r := range st.Releases {
+		if r.ImageTag.value == "latest" || r.Version.value == "latest" {
+			add("%s: release %s pins \"latest\"", r.ImageTag, r.Name)
+		}
+	}
+
+	if len(problems) == 0 {
+		return nil
+	}
+	sort.Strings(problems)
+	return fmt.Errorf("%w:\n  %s", ErrMismatch, strings.Join(problems, "\n  "))
+}
+
+// edit is one in-place replacement of a scalar's text.
+type edit struct {
+	s   scalar
+	old string
+	new string
+}
+
+// Bump moves component c to version everywhere and returns the files it changed. It rewrites
+// only the scalars' text, so comments and layout stay as they are and the diff of the release MR
+// is exactly the pins.
+func Bump(root string, c Component, version string) ([]string, error) {
+	if err := ValidateVersion(version); err != nil {
+		return nil, err
+	}
+	st, err := Load(root)
+	if err != nil {
+		return nil, err
+	}
+	var edits []edit
+	for _, name := range c.Charts {
+		ch := st.Charts[name]
+		edits = append(edits, edit{ch.Version, ch.Version.value, version}, edit{ch.AppVersion, ch.AppVersion.value, version})
+	}
+	for _, rname := range c.Releases {
+		r, ok := st.release(rname)
+		if !ok {
+			return nil, fmt.Errorf("failed to bump %s: %s has no release %q", c.Name, HelmfilePath, rname)
+		}
+		edits = append(edits, edit{r.Version, r.Version.value, version})
+	}
+	for _, rname := range c.ImageReleases {
+		r, _ := st.release(rname)
+		if !r.HasTag {
+			return nil, fmt.Errorf("failed to bump %s: release %q in %s pins no image.tag", c.Name, rname, HelmfilePath)
+		}
+		edits = append(edits, edit{r.ImageTag, r.ImageTag.value, version})
+	}
+	if c.KindAgentImage {
+		edits = append(edits, edit{st.AgentTag, ":" + st.AgentTag.value, ":" + version})
+	}
+
+	byFile := map[string][]edit{}
+	for _, e := range edits {
+		byFile[e.s.file] = append(byFile[e.s.file], e)
+	}
+	files := make([]string, 0, len(byFile))
+	for f := range byFile {
+		files = append(files, f)
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		if err := applyEdits(root, f, byFile[f]); err != nil {
+			return nil, err
+		}
+	}
+	return files, nil
+}
+
+// applyEdits replaces, on each edit's line, the first occurrence of the old text at or after the
+// scalar's column (quotes, if any, are kept because only the inner text changes).
+func applyEdits(root, rel string, edits []edit) error {
+	path := filepath.Join(root, rel)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("failed to read %q: %w", rel, err)
+	}
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	for _, e := range edits {
+		if e.s.line < 1 || e.s.line > len(lines) {
+			return fmt.Errorf("failed to edit %s: line out of range", e.s)
+		}
+		line := string(lines[e.s.line-1])
+		start := e.s.col - 1
+		idx := strings.Index(line[start:], e.old)
+		if idx < 0 {
+			return fmt.Errorf("failed to edit %s: %q not found on the line", e.s, e.old)
+		}
+		idx += start
+		lines[e.s.line-1] = []byte(line[:idx] + e.new + line[idx+len(e.old):])
+	}
+	if err := os.WriteFile(path, bytes.Join(lines, nil), 0o644); err != nil { //nolint:gosec // a tracked text file
+		return fmt.Errorf("failed to write %q: %w", rel, err)
+	}
+	return nil
+}

@@ -1,0 +1,87 @@
+{{/*
+Chart name, truncated to 63 characters: Kubernetes label values and DNS names stop there.
+*/}}
+{{- define "tatara-operator.name" -}}
+{{- .Chart.Name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Fully qualified app name: the release name when it already contains the chart name, else
+release-chart; truncated to 63 characters for the same reason as above.
+*/}}
+{{- define "tatara-operator.fullname" -}}
+{{- if contains .Chart.Name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+
+{{/*
+chart label value: name-version, with "+" (not allowed in label values) replaced.
+*/}}
+{{- define "tatara-operator.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Labels of every object of the release.
+*/}}
+{{- define "tatara-operator.labels" -}}
+helm.sh/chart: {{ include "tatara-operator.chart" . }}
+{{ include "tatara-operator.selectorLabels" . }}
+app.kubernetes.io/version: {{ include "tatara-operator.tag" . | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: tatara
+app.kubernetes.io/component: operator
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/*
+Selector labels: stable across upgrades (never the version).
+*/}}
+{{- define "tatara-operator.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "tatara-operator.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/*
+Image tag: the pinned image.tag, or the chart's appVersion when empty.
+*/}}
+{{- define "tatara-operator.tag" -}}
+{{- .Values.image.tag | default .Chart.AppVersion }}
+{{- end }}
+
+{{/*
+Image reference of the operator container.
+*/}}
+{{- define "tatara-operator.image" -}}
+{{- printf "%s:%s" .Values.image.repository (include "tatara-operator.tag" .) }}
+{{- end }}
+
+{{/*
+Service account name.
+*/}}
+{{- define "tatara-operator.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "tatara-operator.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/*
+Namespace of the runtime ConfigMaps.
+*/}}
+{{- define "tatara-operator.runtimeNamespace" -}}
+{{- default .Release.Namespace .Values.runtimeNamespace }}
+{{- end }}
+
+{{/*
+URL agent pods reach the REST API at.
+*/}}
+{{- define "tatara-operator.operatorURL" -}}
+{{- default (printf "http://%s.%s.svc:%d" (include "tatara-operator.fullname" .) .Release.Namespace (int .Values.ports.api)) .Values.agentEnv.operatorURL }}
+{{- end }}

@@ -1,0 +1,3 @@
+module tatara.local/cp
+
+go 1.26.8

@@ -1,0 +1,3 @@
+module tatara.dev/hack/pause
+
+go 1.26.8

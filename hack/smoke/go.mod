@@ -1,0 +1,3 @@
+module tatara.dev/hack/smoke
+
+go 1.26.8

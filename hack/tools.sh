@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Installs pinned tools (hack/versions.env) from the Go module proxy into
+# ${TATARA_CACHE:-$HOME/.cache/tatara}/tools/<name>-<version>/<name> and prints that path.
+# A tool already there is not rebuilt. Usage: hack/tools.sh kind|helm|helmfile [...]
+# The installs are serialised with the Kubernetes builds (same lock): the machine is small.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=SCRIPTDIR/versions.env
+source "${ROOT}/hack/versions.env"
+
+CACHE="${TATARA_CACHE:-${HOME}/.cache/tatara}"
+TOOLS="${CACHE}/tools"
+WORK="${CACHE}/build"
+LOCK="${CACHE}/k8s/.build.lock"
+
+log() { printf '[tools %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+command -v go >/dev/null || die "go is not on PATH (tools are built from the Go module proxy)"
+export GOWORK=off GOFLAGS="-mod=mod -buildvcs=false" CGO_ENABLED=0
+mkdir -p "${TOOLS}" "${WORK}" "$(dirname "${LOCK}")"
+
+goversion() { go env GOVERSION | sed 's/^go//'; }
+
+build_kind() { # out
+	GOBIN="$(dirname "$1")" nice -n 10 go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kind@${KIND_VERSION}"
+}
+
+build_helm() { # out
+	# Without the -X, `helm version` reports only the major.minor of the module.
+	GOBIN="$(dirname "$1")" nice -n 10 go install -trimpath \
+		-ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=${HELM_VERSION} -X helm.sh/helm/v3/internal/version.gitTreeState=clean" \
+		"helm.sh/helm/v3/cmd/helm@${HELM_VERSION}"
+}
+
+build_helmfile() { # out
+	# `go install ...@version` refuses helmfile (its go.mod has replace directives): build it from a
+	# throwaway module that copies those replace lines.
+	local dir="${WORK}/helmfile-${HELMFILE_VERSION}" gomod
+	if [[ ! -f "${dir}/go.mod" ]]; then
+		mkdir -p "${dir}"
+		gomod="$(go mod download -json "github.com/helmfile/helmfile@${HELMFILE_VERSION}" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')"
+		[[ -f "${gomod}" ]] || die "could not download the go.mod of github.com/helmfile/helmfile@${HELMFILE_VERSION}"
+		{
+			printf 'module tatara.local/helmfile-build\n\ngo %s\n\nrequire github.com/helmfile/helmfile %s\n\n' "$(goversion)" "${HELMFILE_VERSION}"
+			sed -n '/^replace (/,/^)/p; /^replace [^(]/p' "${gomod}"
+		} >"${dir}/go.mod"
+	fi
+	(cd "${dir}" && nice -n 10 go build -trimpath -o "$1" \
+		-ldflags "-s -w -X go.szostok.io/version.version=${HELMFILE_VERSION} -X go.szostok.io/version.dirtyBuild=false" \
+		github.com/helmfile/helmfile)
+}
+
+install_tool() { # name version
+	local name="$1" version="$2" out start
+	out="${TOOLS}/${name}-${version}/${name}"
+	if [[ ! -x "${out}" ]]; then
+		exec 9>"${LOCK}"
+		flock 9
+		if [[ ! -x "${out}" ]]; then
+			start=${SECONDS}
+			log "building ${name} ${version} into ${out}"
+			mkdir -p "$(dirname "${out}")"
+			"build_${name}" "${out}"
+			[[ -x "${out}" ]] || die "build of ${name} ${version} produced no ${out}"
+			log "built ${name} ${version} in $((SECONDS - start))s"
+		fi
+		exec 9>&-
+	fi
+	echo "${out}"
+}
+
+(($#)) || die "usage: $0 kind|helm|helmfile [...]"
+for t in "$@"; do
+	case "${t}" in
+		kind) install_tool kind "${KIND_VERSION}" ;;
+		helm) install_tool helm "${HELM_VERSION}" ;;
+		helmfile) install_tool helmfile "${HELMFILE_VERSION}" ;;
+		*) die "unknown tool \"${t}\" (known: kind helm helmfile)" ;;
+	esac
+done

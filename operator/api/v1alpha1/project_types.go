@@ -1,0 +1,109 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ProjectRepo is one source repository a Project's agents work on.
+type ProjectRepo struct {
+	// Name is the short name Tasks and agents use to refer to the repo (e.g. "operator").
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=100
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9._-]*$`
+	Name string `json:"name"`
+
+	// URL is the clone URL of the repo.
+	// +kubebuilder:validation:MinLength=1
+	URL string `json:"url"`
+
+	// DefaultBranch is the branch agents start from; empty means the remote's default.
+	// +optional
+	DefaultBranch string `json:"defaultBranch,omitempty"`
+}
+
+// ProjectAgent holds the settings of every agent pod of a Project.
+type ProjectAgent struct {
+	// Image, when set, is an image holding the agent binary at BinaryPath; an init container
+	// copies it into the wrapper's /opt/agent. Empty means the wrapper image's own `claude`.
+	// +optional
+	Image string `json:"image,omitempty"`
+
+	// BinaryPath is the path of the agent binary inside Image.
+	// +kubebuilder:default=/agent
+	// +kubebuilder:validation:Pattern=`^/[^\s]*[^/\s]$`
+	// +optional
+	BinaryPath string `json:"binaryPath,omitempty"`
+
+	// ExtraEnvs are appended LAST to both containers' env, so an entry named like a Tatara
+	// variable (e.g. TATARA_TOOL_PROFILE) overrides the operator's value: the kubelet keeps
+	// the later of two entries with the same name.
+	// +optional
+	ExtraEnvs []corev1.EnvVar `json:"extraEnvs,omitempty"`
+
+	// Resources of the wrapper (agent) container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// ServiceAccountName the agent pod runs as; empty means the namespace's default.
+	// +optional
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+}
+
+// ProjectSpec defines the desired state of a Project.
+type ProjectSpec struct {
+	// Repos are the repositories of the Project.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Repos []ProjectRepo `json:"repos,omitempty"`
+
+	// Agent holds the agent pod settings.
+	// +optional
+	Agent ProjectAgent `json:"agent,omitempty"`
+}
+
+// ProjectStatus defines the observed state of a Project.
+type ProjectStatus struct {
+	// Conditions of the Project.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=tproj
+
+// Project is a set of repositories and the settings of the agents working on them.
+type Project struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ProjectSpec   `json:"spec,omitempty"`
+	Status ProjectStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// ProjectList contains a list of Project.
+type ProjectList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Project `json:"items"`
+}
+
+// HasRepo reports whether the Project lists a repo of that name.
+func (p *Project) HasRepo(name string) bool {
+	for _, r := range p.Spec.Repos {
+		if r.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func init() {
+	SchemeBuilder.Register(&Project{}, &ProjectList{})
+}

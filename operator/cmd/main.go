@@ -1,0 +1,63 @@
+// Command tatara-operator runs the Tatara operator: the Task controller, the REST API for
+// agent tools, /metrics and health probes.
+package main
+
+import (
+	"flag"
+	"log/slog"
+	"os"
+
+	"github.com/go-logr/logr"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"tatara.dev/operator/internal/controller"
+	"tatara.dev/operator/internal/manager"
+)
+
+func main() {
+	var opts manager.Options
+	var level slog.Level
+	flag.StringVar(&opts.MetricsAddr, "metrics-bind-address", ":8080", "address of /metrics (\"0\" disables)")
+	flag.StringVar(&opts.ProbeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	flag.StringVar(&opts.APIAddr, "api-bind-address", ":8082", "address of the REST API for agent tools")
+	flag.BoolVar(&opts.LeaderElection, "leader-elect", false, "enable leader election (run with more than one replica)")
+	flag.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader-election lease (default: in-cluster namespace)")
+	flag.StringVar(&opts.Controller.RuntimeNamespace, "runtime-namespace", envOr("POD_NAMESPACE", "tatara-system"),
+		"namespace of the tatara-cli-runtime and tatara-wrapper-runtime ConfigMaps (default: $POD_NAMESPACE)")
+	flag.StringVar(&opts.Controller.OperatorURL, "operator-url", "http://tatara-operator.tatara-system.svc:8082", "TATARA_OPERATOR_URL given to agent pods")
+	flag.StringVar(&opts.Controller.MemoryURL, "memory-url", "", "TATARA_MEMORY_URL given to agent pods")
+	flag.StringVar(&opts.Controller.ChatURL, "chat-url", "", "TATARA_CHAT_URL given to agent pods")
+	flag.IntVar(&opts.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "Tasks reconciled in parallel")
+	flag.Int64Var(&opts.MaxBodyBytes, "api-max-body-bytes", 16<<10, "largest REST request body accepted (413 above)")
+	flag.TextVar(&level, "log-level", slog.LevelInfo, "log level: DEBUG, INFO, WARN or ERROR")
+	flag.Parse()
+
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	ctrl.SetLogger(logr.FromSlogHandler(log.Handler()))
+	opts.Log = log
+
+	ctx := ctrl.SetupSignalHandler()
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		log.Error("failed to load kubeconfig", "error", err)
+		os.Exit(1)
+	}
+	op, err := manager.New(ctx, cfg, opts)
+	if err != nil {
+		log.Error("failed to set up operator", "error", err)
+		os.Exit(1)
+	}
+	log.Info("starting operator", "runtimeNamespace", opts.Controller.RuntimeNamespace, "api", opts.APIAddr,
+		"leaderElection", opts.LeaderElection, "cliRuntimeConfigMap", controller.CLIRuntimeConfigMap)
+	if err := op.Start(ctx); err != nil {
+		log.Error("operator stopped with an error", "error", err)
+		os.Exit(1)
+	}
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}

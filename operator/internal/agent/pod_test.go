@@ -1,0 +1,379 @@
+package agent
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	tatarav1 "tatara.dev/operator/api/v1alpha1"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+func testConfig() Config {
+	return Config{
+		OperatorURL:  "http://tatara-operator.tatara-system.svc:8082",
+		MemoryURL:    "http://tatara-memory.tatara-system.svc:8080",
+		ChatURL:      "http://tatara-chat.tatara-system.svc:8080",
+		CLIImage:     "tatara-cli:0.1.0",
+		WrapperImage: "tatara-wrapper:0.1.0",
+	}
+}
+
+func testTask(kind tatarav1.TaskKind) *tatarav1.Task {
+	return &tatarav1.Task{
+		ObjectMeta: metav1.ObjectMeta{Name: "t1", Namespace: "team-a", UID: "uid-t1"},
+		Spec: tatarav1.TaskSpec{
+			Kind:       kind,
+			ProjectRef: tatarav1.ProjectReference{Name: "p1"},
+			Repo:       "operator",
+			Directive:  "fix the flaky test",
+		},
+	}
+}
+
+func testProject(extra ...corev1.EnvVar) *tatarav1.Project {
+	return &tatarav1.Project{
+		ObjectMeta: metav1.ObjectMeta{Name: "p1", Namespace: "team-a"},
+		Spec:       tatarav1.ProjectSpec{Agent: tatarav1.ProjectAgent{ExtraEnvs: extra}},
+	}
+}
+
+func envValue(env []corev1.EnvVar, name string) (string, int) {
+	for i, e := range env {
+		if e.Name == name {
+			return e.Value, i
+		}
+	}
+	return "", -1
+}
+
+func TestToolProfileForKind(t *testing.T) {
+	tests := []struct {
+		name string
+		kind tatarav1.TaskKind
+		want string
+	}{
+		{"implement", tatarav1.KindImplement, "implement"},
+		{"review", tatarav1.KindReview, "review"},
+		{"triageIssue", tatarav1.KindTriageIssue, "triage"},
+		{"brainstorm", tatarav1.KindBrainstorm, "brainstorm"},
+		{"healthCheck (Kind=brainstorm)", tatarav1.KindBrainstorm, "brainstorm"},
+		{"issueLifecycle", tatarav1.KindIssueLifecycle, "lifecycle"},
+		{"incident", tatarav1.KindIncident, "incident"},
+		{"selfImprove", tatarav1.KindSelfImprove, "selfImprove"},
+		{"unknown kind fails open", "deploy", ""},
+		{"healthCheck is not a kind", "healthCheck", ""},
+		{"empty kind", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ToolProfileForKind(tt.kind); got != tt.want {
+				t.Fatalf("ToolProfileForKind(%q) = %q, want %q", tt.kind, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestBuildPodToolProfilePerKind checks the env of BOTH containers for every kind.
+func TestBuildPodToolProfilePerKind(t *testing.T) {
+	tests := []struct {
+		kind tatarav1.TaskKind
+		want string
+	}{
+		{tatarav1.KindImplement, "implement"},
+		{tatarav1.KindReview, "review"},
+		{tatarav1.KindTriageIssue, "triage"},
+		{tatarav1.KindBrainstorm, "brainstorm"},
+		{tatarav1.KindIssueLifecycle, "lifecycle"},
+		{tatarav1.KindIncident, "incident"},
+		{tatarav1.KindSelfImprove, "selfImprove"},
+		{"notAKind", ""},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.kind), func(t *testing.T) {
+			pod := BuildPod(testTask(tt.kind), testProject(), testConfig())
+			for _, c := range append(pod.Spec.InitContainers, pod.Spec.Containers...) {
+				got, i := envValue(c.Env, "TATARA_TOOL_PROFILE")
+				if i < 0 {
+					t.Fatalf("container %q has no TATARA_TOOL_PROFILE", c.Name)
+				}
+				if got != tt.want {
+					t.Errorf("container %q TATARA_TOOL_PROFILE = %q, want %q", c.Name, got, tt.want)
+				}
+				if kind, _ := envValue(c.Env, "TATARA_TASK_KIND"); kind != string(tt.kind) {
+					t.Errorf("container %q TATARA_TASK_KIND = %q, want %q", c.Name, kind, tt.kind)
+				}
+			}
+		})
+	}
+}
+
+func names(env []corev1.EnvVar) []string {
+	out := make([]string, 0, len(env))
+	for _, e := range env {
+		out = append(out, e.Name)
+	}
+	return out
+}
+
+func TestBuildPodEnvOrder(t *testing.T) {
+	contract := []string{
+		"TATARA_PROJECT", "TATARA_TASK", "TATARA_TASK_KIND", "TATARA_OPERATOR_URL",
+		"TATARA_MEMORY_URL", "TATARA_CHAT_URL", "TATARA_TOKEN", "TATARA_TOOL_PROFILE",
+	}
+	extras := []corev1.EnvVar{
+		{Name: "TATARA_TOOL_PROFILE", Value: "review"},
+		{Name: "HTTPS_PROXY", Value: "http://proxy:3128"},
+	}
+	tests := []struct {
+		name      string
+		container string
+		want      []string
+	}{
+		{"cli sidecar", CLIContainer, append(slices.Clone(contract), "TATARA_TOOL_PROFILE", "HTTPS_PROXY")},
+		{"wrapper", WrapperContainer, append(slices.Clone(contract),
+			"TATARA_DIRECTIVE", "TATARA_AGENT_COMMAND", "HOME", "TATARA_TOOL_PROFILE", "HTTPS_PROXY")},
+	}
+	pod := BuildPod(testTask(tatarav1.KindImplement), testProject(extras...), testConfig())
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := container(t, pod, tt.container)
+			if got := names(c.Env); !slices.Equal(got, tt.want) {
+				t.Fatalf("env order\n got %v\nwant %v", got, tt.want)
+			}
+			// The profile from the kind comes first; the Project's extra (same name) is LAST,
+			// so the kubelet resolves TATARA_TOOL_PROFILE to the extra's value.
+			first := slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "TATARA_TOOL_PROFILE" })
+			last := lastIndex(c.Env, "TATARA_TOOL_PROFILE")
+			if c.Env[first].Value != "implement" || c.Env[last].Value != "review" || first >= last {
+				t.Fatalf("profile env: first %d=%q last %d=%q", first, c.Env[first].Value, last, c.Env[last].Value)
+			}
+			tok := c.Env[slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "TATARA_TOKEN" })]
+			if tok.Value != "" || tok.ValueFrom == nil || tok.ValueFrom.SecretKeyRef == nil ||
+				tok.ValueFrom.SecretKeyRef.Name != "tatara-agent-t1-token" || tok.ValueFrom.SecretKeyRef.Key != "token" {
+				t.Fatalf("TATARA_TOKEN must be a secretKeyRef to tatara-agent-t1-token/token, got %+v", tok)
+			}
+		})
+	}
+}
+
+func lastIndex(env []corev1.EnvVar, name string) int {
+	for i := len(env) - 1; i >= 0; i-- {
+		if env[i].Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func container(t *testing.T, pod *corev1.Pod, name string) corev1.Container {
+	t.Helper()
+	for _, c := range append(pod.Spec.InitContainers, pod.Spec.Containers...) {
+		if c.Name == name {
+			return c
+		}
+	}
+	t.Fatalf("pod has no container %q", name)
+	return corev1.Container{}
+}
+
+func TestBuildPodShape(t *testing.T) {
+	task := testTask(tatarav1.KindReview)
+	pod := BuildPod(task, testProject(), testConfig())
+
+	if pod.Name != "tatara-agent-t1" || pod.Namespace != "team-a" {
+		t.Fatalf("pod name %s/%s, want team-a/tatara-agent-t1", pod.Namespace, pod.Name)
+	}
+	if len(pod.OwnerReferences) != 1 || pod.OwnerReferences[0].UID != task.UID || !*pod.OwnerReferences[0].Controller {
+		t.Fatalf("pod must have the Task as controlling owner, got %+v", pod.OwnerReferences)
+	}
+	if len(pod.Spec.Containers) != 1 || pod.Spec.Containers[0].Name != WrapperContainer ||
+		pod.Spec.Containers[0].Image != "tatara-wrapper:0.1.0" {
+		t.Fatalf("main container must be the wrapper from the wrapper runtime image, got %+v", pod.Spec.Containers)
+	}
+	if len(pod.Spec.InitContainers) != 1 {
+		t.Fatalf("without an agent image only the cli sidecar is an init container, got %d", len(pod.Spec.InitContainers))
+	}
+	cli := pod.Spec.InitContainers[0]
+	if cli.Name != CLIContainer || cli.Image != "tatara-cli:0.1.0" ||
+		cli.RestartPolicy == nil || *cli.RestartPolicy != corev1.ContainerRestartPolicyAlways {
+		t.Fatalf("cli must be a native sidecar (restartPolicy Always) from the cli runtime image, got %+v", cli)
+	}
+	wantCmd := []string{"tatara", "mcp", "--transport", "http", "--listen", "127.0.0.1:7777", "--metrics-addr", ":9091"}
+	if got := append(slices.Clone(cli.Command), cli.Args...); !slices.Equal(got, wantCmd) {
+		t.Fatalf("cli command %v, want %v", got, wantCmd)
+	}
+	if got, _ := envValue(pod.Spec.Containers[0].Env, "TATARA_AGENT_COMMAND"); got != "claude" {
+		t.Fatalf("TATARA_AGENT_COMMAND = %q, want claude", got)
+	}
+	if got, _ := envValue(pod.Spec.Containers[0].Env, "TATARA_DIRECTIVE"); got != task.Spec.Directive {
+		t.Fatalf("TATARA_DIRECTIVE = %q, want the Task's directive", got)
+	}
+	if _, i := envValue(cli.Env, "TATARA_DIRECTIVE"); i >= 0 {
+		t.Fatal("the cli sidecar must not get the directive")
+	}
+	if pod.Spec.RestartPolicy != corev1.RestartPolicyNever {
+		t.Fatalf("restartPolicy %q, want Never", pod.Spec.RestartPolicy)
+	}
+}
+
+// TestBuildPodRestricted checks every field the restricted Pod Security Standard requires.
+func TestBuildPodRestricted(t *testing.T) {
+	p := testProject()
+	p.Spec.Agent.Image = "stand-in-agent:1"
+	pod := BuildPod(testTask(tatarav1.KindImplement), p, testConfig())
+	psc := pod.Spec.SecurityContext
+	if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || psc.SeccompProfile == nil ||
+		psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Fatalf("pod security context not restricted: %+v", psc)
+	}
+	for _, v := range pod.Spec.Volumes {
+		if v.EmptyDir == nil {
+			t.Errorf("volume %q is not an emptyDir", v.Name)
+		}
+	}
+	for _, c := range append(pod.Spec.InitContainers, pod.Spec.Containers...) {
+		sc := c.SecurityContext
+		switch {
+		case sc == nil:
+			t.Errorf("%s: no security context", c.Name)
+		case sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation:
+			t.Errorf("%s: allowPrivilegeEscalation must be false", c.Name)
+		case sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) > 0:
+			t.Errorf("%s: must drop ALL capabilities and add none", c.Name)
+		case sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.RunAsUser == nil || *sc.RunAsUser == 0:
+			t.Errorf("%s: must run as non-root", c.Name)
+		case sc.Privileged != nil && *sc.Privileged:
+			t.Errorf("%s: privileged", c.Name)
+		case sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem:
+			t.Errorf("%s: root filesystem must be read-only", c.Name)
+		}
+		if len(c.Ports) > 0 && c.Ports[0].HostPort != 0 {
+			t.Errorf("%s: hostPort set", c.Name)
+		}
+	}
+}
+
+func TestBuildPodAgentImage(t *testing.T) {
+	tests := []struct {
+		name       string
+		binaryPath string
+		wantCmd    string
+		wantCopy   []string
+	}{
+		{"default binary path", "", "/opt/agent/agent", []string{"cp", "/agent", "/opt/agent/agent"}},
+		{"nested binary path", "/usr/local/bin/stand-in", "/opt/agent/stand-in", []string{"cp", "/usr/local/bin/stand-in", "/opt/agent/stand-in"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := testProject()
+			p.Spec.Agent.Image = "stand-in-agent:1"
+			p.Spec.Agent.BinaryPath = tt.binaryPath
+			pod := BuildPod(testTask(tatarav1.KindImplement), p, testConfig())
+			if len(pod.Spec.InitContainers) != 2 || pod.Spec.InitContainers[0].Name != CLIContainer {
+				t.Fatalf("want [cli agent-install] init containers, got %d", len(pod.Spec.InitContainers))
+			}
+			inst := container(t, pod, AgentInstallContainer)
+			if inst.Image != "stand-in-agent:1" || !slices.Equal(inst.Command, tt.wantCopy) {
+				t.Fatalf("agent-install %s %v, want stand-in-agent:1 %v", inst.Image, inst.Command, tt.wantCopy)
+			}
+			w := container(t, pod, WrapperContainer)
+			if got, _ := envValue(w.Env, "TATARA_AGENT_COMMAND"); got != tt.wantCmd {
+				t.Fatalf("TATARA_AGENT_COMMAND = %q, want %q", got, tt.wantCmd)
+			}
+			if !slices.ContainsFunc(w.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == AgentDir && m.Name == "agent-bin" }) {
+				t.Fatalf("wrapper does not mount the agent emptyDir at %s", AgentDir)
+			}
+		})
+	}
+}
+
+func TestBuildSecret(t *testing.T) {
+	s := BuildSecret(testTask(tatarav1.KindImplement), "tok")
+	if s.Name != "tatara-agent-t1-token" || string(s.Data["token"]) != "tok" || s.OwnerReferences[0].Name != "t1" {
+		t.Fatalf("unexpected secret %+v", s)
+	}
+}
+
+// TestBuildPodGolden pins the whole pod; run `go test ./internal/agent -update` after a deliberate change.
+func TestBuildPodGolden(t *testing.T) {
+	withAgent := testProject(corev1.EnvVar{Name: "LOG_LEVEL", Value: "debug"})
+	withAgent.Spec.Agent.Image = "stand-in-agent:1"
+	withAgent.Spec.Agent.BinaryPath = "/agent"
+	withAgent.Spec.Agent.ServiceAccountName = "agent"
+	withAgent.Spec.Agent.Resources = corev1.ResourceRequirements{
+		Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")},
+	}
+	tests := []struct {
+		name    string
+		task    *tatarav1.Task
+		project *tatarav1.Project
+	}{
+		{"implement-default", testTask(tatarav1.KindImplement), testProject()},
+		{"brainstorm-agent-image", testTask(tatarav1.KindBrainstorm), withAgent},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := yaml.Marshal(BuildPod(tt.task, tt.project, testConfig()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			file := filepath.Join("testdata", tt.name+".golden.yaml")
+			if *update {
+				if err := os.WriteFile(file, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatalf("failed to read golden file %q (run with -update to create it): %v", file, err)
+			}
+			if string(got) != string(want) {
+				t.Fatalf("pod differs from %s (run with -update if intended):\n%s", file, got)
+			}
+		})
+	}
+}
+
+// TestCRDKindEnum reads the kind enum from the GENERATED CRD and checks it equals
+// tatarav1.TaskKinds and that every kind maps to a non-empty profile.
+func TestCRDKindEnum(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "config", "crd", "bases", "tatara.dev_tasks.yaml"))
+	if err != nil {
+		t.Fatalf("failed to read the generated Task CRD (run make manifests): %v", err)
+	}
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := yaml.Unmarshal(raw, &crd); err != nil {
+		t.Fatalf("failed to parse the Task CRD: %v", err)
+	}
+	if len(crd.Spec.Versions) != 1 {
+		t.Fatalf("want one CRD version, got %d", len(crd.Spec.Versions))
+	}
+	kindSchema := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["kind"]
+	var enum []string
+	for _, v := range kindSchema.Enum {
+		enum = append(enum, strings.Trim(string(v.Raw), `"`))
+	}
+	var declared []string
+	for _, k := range tatarav1.TaskKinds {
+		declared = append(declared, string(k))
+	}
+	if !slices.Equal(enum, declared) {
+		t.Fatalf("CRD kind enum %v != tatarav1.TaskKinds %v", enum, declared)
+	}
+	for _, k := range enum {
+		if ToolProfileForKind(tatarav1.TaskKind(k)) == "" {
+			t.Errorf("CRD kind %q maps to no profile", k)
+		}
+	}
+}

@@ -1,0 +1,92 @@
+package api
+
+import (
+	"slices"
+	"testing"
+
+	"tatara.dev/cli/pkg/profiles"
+
+	tatarav1 "tatara.dev/operator/api/v1alpha1"
+	"tatara.dev/operator/internal/agent"
+)
+
+// TestAuthorizationAgreesWithProfiles is the agreement test between this operator's
+// authorization table and the cli's profiles (ARCHITECTURE.md section 4): for every Task
+// kind, the operator tools the kind's profile advertises are exactly the tools the server
+// allows. Nothing advertised is always refused; nothing outside the profile is allowed.
+func TestAuthorizationAgreesWithProfiles(t *testing.T) {
+	operatorTools := profiles.OperatorTools()
+	for _, kind := range tatarav1.TaskKinds {
+		t.Run(string(kind), func(t *testing.T) {
+			profile := agent.ToolProfileForKind(kind)
+			advertised, ok := profiles.Tools(profile)
+			if !ok {
+				t.Fatalf("kind %q maps to profile %q, which the cli does not know", kind, profile)
+			}
+			for _, tool := range operatorTools {
+				switch adv, allowed := advertised[tool], Allowed(kind, tool); {
+				case adv && !allowed:
+					t.Errorf("profile %q advertises %s but the server always refuses it for kind %q", profile, tool, kind)
+				case !adv && allowed:
+					t.Errorf("the server allows %s for kind %q but profile %q does not advertise it", tool, kind, profile)
+				}
+			}
+			for _, tool := range AllowedTools(kind) {
+				if !slices.Contains(operatorTools, tool) {
+					t.Errorf("the table allows %q for kind %q, which is not a cli operator tool", tool, kind)
+				}
+			}
+		})
+	}
+}
+
+// TestRoutesAreTheOperatorTools checks the REST surface has exactly one route per cli operator tool.
+func TestRoutesAreTheOperatorTools(t *testing.T) {
+	var routed []string
+	for _, rt := range (&Server{}).routes() {
+		if slices.Contains(routed, rt.tool) {
+			t.Errorf("tool %s has two routes", rt.tool)
+		}
+		routed = append(routed, rt.tool)
+	}
+	slices.Sort(routed)
+	if want := profiles.OperatorTools(); !slices.Equal(routed, want) {
+		t.Fatalf("routes %v\nwant the cli's operator tools %v", routed, want)
+	}
+}
+
+func TestAuthorizationTableCoversEveryKind(t *testing.T) {
+	for _, kind := range tatarav1.TaskKinds {
+		if len(AllowedTools(kind)) == 0 {
+			t.Errorf("kind %q has no row in the authorization table", kind)
+		}
+	}
+	if len(authorization) != len(tatarav1.TaskKinds) {
+		t.Errorf("the table has %d rows for %d kinds", len(authorization), len(tatarav1.TaskKinds))
+	}
+}
+
+func TestAllowedFailsClosed(t *testing.T) {
+	tests := []struct {
+		name string
+		kind tatarav1.TaskKind
+		tool string
+		want bool
+	}{
+		{"review may record a verdict", tatarav1.KindReview, ToolReviewVerdict, true},
+		{"review may not open a PR outcome", tatarav1.KindReview, ToolPROutcome, false},
+		{"brainstorm may skip research", tatarav1.KindBrainstorm, ToolSkipResearch, true},
+		{"brainstorm may not summarise changes", tatarav1.KindBrainstorm, ToolChangeSummary, false},
+		{"triage may not record a PR outcome", tatarav1.KindTriageIssue, ToolPROutcome, false},
+		{"unknown kind may not even read", "deploy", ToolTaskGet, false},
+		{"empty kind may not note", "", ToolTaskNote, false},
+		{"unknown tool", tatarav1.KindImplement, "delete_everything", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Allowed(tt.kind, tt.tool); got != tt.want {
+				t.Fatalf("Allowed(%q, %q) = %v, want %v", tt.kind, tt.tool, got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,56 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	tatarav1 "tatara.dev/operator/api/v1alpha1"
+)
+
+// Intent results, also the label values of tatara_operator_intents_total.
+const (
+	resultRecorded   = "recorded"
+	resultIdempotent = "idempotent"
+	resultConflict   = "conflict"
+)
+
+// applyIntent records an intent in the Task status, following the contract:
+// change_summary is recorded once (same summary again: idempotent; a different one: 409)
+// and does not set the outcome; every other intent is an OUTCOME intent: the first one sets
+// status.outcome, the same intent with the same body again is idempotent, anything else 409.
+// It returns the result; status is changed only when the result is resultRecorded.
+func applyIntent(st *tatarav1.TaskStatus, tool string, req intentRequest, body string, now metav1.Time) (string, *apiError) {
+	if tool == ToolChangeSummary {
+		switch st.ChangeSummary {
+		case "":
+			st.ChangeSummary = req.summary()
+			st.AddActivity(now, tatarav1.ActivityIntent, "change_summary: "+req.summary())
+			return resultRecorded, nil
+		case req.summary():
+			return resultIdempotent, nil
+		default:
+			return resultConflict, errorf(http.StatusConflict, "change_summary is already recorded with a different summary")
+		}
+	}
+	if o := st.Outcome; o != nil {
+		if o.Intent == tool && o.Body == body {
+			return resultIdempotent, nil
+		}
+		if o.Intent == tool {
+			return resultConflict, errorf(http.StatusConflict, "%s is already recorded with a different body", tool)
+		}
+		return resultConflict, errorf(http.StatusConflict, "the task already has outcome %s%s; %s cannot replace it", o.Intent, valueSuffix(o.Value), tool)
+	}
+	st.Outcome = &tatarav1.TaskOutcome{Intent: tool, Value: req.value(), Body: body, RecordedAt: now}
+	st.AddActivity(now, tatarav1.ActivityIntent, fmt.Sprintf("%s%s: %s", tool, valueSuffix(req.value()), req.summary()))
+	return resultRecorded, nil
+}
+
+func valueSuffix(v string) string {
+	if v == "" {
+		return ""
+	}
+	return " (" + v + ")"
+}

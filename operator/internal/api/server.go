@@ -1,0 +1,268 @@
+// Package api serves the operator REST API (/api/v1) that the cli's 20 operator tools call.
+// A bearer token maps to exactly one Task through its per-Task Secret; every route is one
+// tool, checked against the Task's scope and the per-kind authorization table, and every
+// write is recorded in the Task's status through the API server and as a Kubernetes Event.
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tatarav1 "tatara.dev/operator/api/v1alpha1"
+	"tatara.dev/operator/internal/index"
+	"tatara.dev/operator/internal/metrics"
+)
+
+// DefaultMaxBodyBytes bounds request bodies (413 above); it also bounds what one call can
+// add to a Task object.
+const DefaultMaxBodyBytes = 16 << 10
+
+// Options configure the REST server.
+type Options struct {
+	// Addr is the listen address, e.g. ":8082".
+	Addr string
+	// Client reads from the manager's cache and writes to the API server.
+	Client client.Client
+	// APIReader reads from the API server directly, for read-modify-write of Task objects.
+	APIReader client.Reader
+	// Recorder emits the Events that mirror every recorded write.
+	Recorder events.EventRecorder
+	Metrics  *metrics.Metrics
+	Log      *slog.Logger
+	// MaxBodyBytes bounds request bodies; 0 means DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+}
+
+// Server is the REST API. It implements controller-runtime's manager.Runnable.
+type Server struct {
+	opts Options
+	mux  *http.ServeMux
+}
+
+// call is one authenticated request.
+type call struct {
+	w    http.ResponseWriter
+	r    *http.Request
+	task *tatarav1.Task
+}
+
+type handler func(ctx context.Context, c *call) (int, any, *apiError)
+
+// scope says which path value must belong to the caller's Task.
+type scope int
+
+const (
+	scopeTask    scope = iota // {task} is the caller's Task
+	scopeProject              // {project} is the caller's Task's project
+)
+
+type route struct {
+	tool    string
+	method  string
+	path    string
+	scope   scope
+	handler handler
+}
+
+// routes is the REST surface: one row per operator tool, exactly contracts.md's table.
+func (s *Server) routes() []route {
+	intent := func(tool string) route {
+		return route{tool, http.MethodPost, "/api/v1/tasks/{task}/intents/" + tool, scopeTask, s.intentHandler(tool)}
+	}
+	return []route{
+		{ToolTaskGet, http.MethodGet, "/api/v1/tasks/{task}", scopeTask, s.taskGet},
+		{ToolTaskList, http.MethodGet, "/api/v1/projects/{project}/tasks", scopeProject, s.taskList},
+		{ToolProjectGet, http.MethodGet, "/api/v1/projects/{project}", scopeProject, s.projectGet},
+		{ToolRepoList, http.MethodGet, "/api/v1/projects/{project}/repos", scopeProject, s.repoList},
+		{ToolTaskNote, http.MethodPost, "/api/v1/tasks/{task}/notes", scopeTask, s.taskNote},
+		{ToolSubtaskCreate, http.MethodPost, "/api/v1/tasks/{task}/subtasks", scopeTask, s.subtaskCreate},
+		{ToolSubtaskList, http.MethodGet, "/api/v1/tasks/{task}/subtasks", scopeTask, s.subtaskList},
+		{ToolSubtaskGet, http.MethodGet, "/api/v1/tasks/{task}/subtasks/{subtask}", scopeTask, s.subtaskGet},
+		{ToolSubtaskCancel, http.MethodPost, "/api/v1/tasks/{task}/subtasks/{subtask}/cancel", scopeTask, s.subtaskCancel},
+		{ToolComment, http.MethodPost, "/api/v1/tasks/{task}/comments", scopeTask, s.comment},
+		{ToolCommentOnIssue, http.MethodPost, "/api/v1/tasks/{task}/issue-comments", scopeTask, s.commentOnIssue},
+		{ToolProposeIssue, http.MethodPost, "/api/v1/tasks/{task}/proposals", scopeTask, s.proposeIssue},
+		{ToolProposalList, http.MethodGet, "/api/v1/projects/{project}/proposals", scopeProject, s.proposalList},
+		intent(ToolSkipResearch),
+		intent(ToolChangeSummary),
+		intent(ToolPROutcome),
+		intent(ToolReviewVerdict),
+		intent(ToolIssueOutcome),
+		intent(ToolDeclineImplementation),
+		intent(ToolAlreadyDone),
+	}
+}
+
+// New builds the server and its routes.
+func New(opts Options) *Server {
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{opts: opts, mux: http.NewServeMux()}
+	for _, rt := range s.routes() {
+		s.mux.Handle(rt.method+" "+rt.path, s.wrap(rt))
+	}
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.count("unknown", http.StatusNotFound)
+		writeJSON(w, http.StatusNotFound, errorBody{Error: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)})
+	})
+	return s
+}
+
+// Handler returns the HTTP handler of the API.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// NeedLeaderElection is false: every replica serves the API; all state lives in the API server.
+func (s *Server) NeedLeaderElection() bool { return false }
+
+// Start serves until ctx is done.
+func (s *Server) Start(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.opts.Addr)
+	if err != nil {
+		return fmt.Errorf("failed to listen on %q: %w", s.opts.Addr, err)
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Serve serves on ln until ctx is done, then shuts down gracefully.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	s.opts.Log.Info("serving operator REST API", "addr", ln.Addr().String())
+	select {
+	case err := <-errc:
+		return fmt.Errorf("failed to serve REST API on %q: %w", ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("failed to shut down REST API: %w", err)
+	}
+	return nil
+}
+
+type errorBody struct {
+	Error string `json:"error"`
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v) // the client went away; nothing left to tell it
+}
+
+func (s *Server) count(tool string, status int) {
+	if s.opts.Metrics != nil {
+		s.opts.Metrics.APIRequests.WithLabelValues(tool, strconv.Itoa(status)).Inc()
+	}
+}
+
+// wrap applies authentication (401), scope (403) and the kind's authorization (403) before
+// the handler, and records metrics and a log line after it.
+func (s *Server) wrap(rt route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		status, body, task := s.serve(rt, w, r)
+		writeJSON(w, status, body)
+		s.count(rt.tool, status)
+		attrs := []any{"tool", rt.tool, "method", r.Method, "path", r.URL.Path, "code", status, "duration_seconds", time.Since(start).Seconds()}
+		if task != nil {
+			attrs = append(attrs, "namespace", task.Namespace, "task", task.Name, "kind", string(task.Spec.Kind))
+		}
+		if e, ok := body.(errorBody); ok {
+			attrs = append(attrs, "error", e.Error)
+		}
+		s.opts.Log.Info("api request", attrs...)
+	})
+}
+
+func (s *Server) serve(rt route, w http.ResponseWriter, r *http.Request) (int, any, *tatarav1.Task) {
+	ctx := r.Context()
+	task, aerr := s.authenticate(ctx, r)
+	if aerr != nil {
+		return aerr.status, errorBody{Error: aerr.msg}, nil
+	}
+	switch rt.scope {
+	case scopeTask:
+		if name := r.PathValue("task"); name != task.Name {
+			return http.StatusForbidden, errorBody{Error: fmt.Sprintf("the token belongs to task %q, not %q", task.Name, name)}, task
+		}
+	case scopeProject:
+		if name := r.PathValue("project"); name != task.Spec.ProjectRef.Name {
+			return http.StatusForbidden, errorBody{Error: fmt.Sprintf("the token's task belongs to project %q, not %q", task.Spec.ProjectRef.Name, name)}, task
+		}
+	}
+	if !Allowed(task.Spec.Kind, rt.tool) {
+		return http.StatusForbidden, errorBody{Error: fmt.Sprintf("tool %s is not allowed for tasks of kind %q", rt.tool, task.Spec.Kind)}, task
+	}
+	status, body, herr := rt.handler(ctx, &call{w: w, r: r, task: task})
+	if herr != nil {
+		return herr.status, errorBody{Error: herr.msg}, task
+	}
+	return status, body, task
+}
+
+// authenticate maps the bearer token to its Task through the token Secret's hash index.
+func (s *Server) authenticate(ctx context.Context, r *http.Request) (*tatarav1.Task, *apiError) {
+	h := r.Header.Get("Authorization")
+	token, ok := strings.CutPrefix(h, "Bearer ")
+	if !ok || strings.TrimSpace(token) == "" {
+		return nil, errorf(http.StatusUnauthorized, "missing bearer token: send Authorization: Bearer <TATARA_TOKEN>")
+	}
+	var secrets corev1.SecretList
+	if err := s.opts.Client.List(ctx, &secrets, client.MatchingFields{index.SecretTokenHash: index.TokenHash(strings.TrimSpace(token))}); err != nil {
+		return nil, errorf(http.StatusInternalServerError, "failed to look up token: %v", err)
+	}
+	if len(secrets.Items) != 1 {
+		return nil, errorf(http.StatusUnauthorized, "invalid token")
+	}
+	sec := secrets.Items[0]
+	owner := metav1.GetControllerOf(&sec)
+	if owner == nil || owner.Kind != "Task" {
+		return nil, errorf(http.StatusUnauthorized, "invalid token")
+	}
+	var task tatarav1.Task
+	if err := s.opts.Client.Get(ctx, types.NamespacedName{Namespace: sec.Namespace, Name: owner.Name}, &task); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, errorf(http.StatusUnauthorized, "invalid token: its task no longer exists")
+		}
+		return nil, errorf(http.StatusInternalServerError, "failed to get task %q: %v", owner.Name, err)
+	}
+	// A Task deleted and recreated under the same name must not inherit an old token.
+	if task.UID != owner.UID {
+		return nil, errorf(http.StatusUnauthorized, "invalid token: its task no longer exists")
+	}
+	return &task, nil
+}
+
+// event mirrors a recorded write as a Kubernetes Event on the Task; notes are cut to the
+// 1 KiB events.k8s.io limit.
+func (s *Server) event(task *tatarav1.Task, reason, action, note string) {
+	if s.opts.Recorder == nil {
+		return
+	}
+	const maxNote = 1000
+	if len(note) > maxNote {
+		note = note[:maxNote] + "..."
+	}
+	s.opts.Recorder.Eventf(task, nil, corev1.EventTypeNormal, reason, action, "%s", note)
+}

@@ -1,0 +1,170 @@
+// Package manager wires the operator together: the controller-runtime manager (metrics,
+// health probes, leader election, cache scoping), the Task controller and the REST API.
+// cmd/main.go only parses flags and calls New.
+package manager
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	tatarav1 "tatara.dev/operator/api/v1alpha1"
+	"tatara.dev/operator/internal/agent"
+	"tatara.dev/operator/internal/api"
+	"tatara.dev/operator/internal/controller"
+	"tatara.dev/operator/internal/index"
+	"tatara.dev/operator/internal/metrics"
+)
+
+// Name is the operator's name: event reporter, leader-election lease and managed-by label.
+const Name = "tatara-operator"
+
+// Options configure the operator.
+type Options struct {
+	// MetricsAddr serves /metrics ("0" disables), ProbeAddr /healthz and /readyz ("0" disables).
+	MetricsAddr string
+	ProbeAddr   string
+	// APIAddr is the REST API's listen address; APIListener, when set, is used instead.
+	APIAddr     string
+	APIListener net.Listener
+	// LeaderElection enables leader election (the controller runs on one replica; every
+	// replica serves the REST API).
+	LeaderElection          bool
+	LeaderElectionNamespace string
+	// Controller holds the runtime ConfigMap namespace and the backend URLs.
+	Controller controller.Config
+	// MaxBodyBytes bounds REST request bodies.
+	MaxBodyBytes int64
+	// Registerer receives the operator's metrics; nil means controller-runtime's registry,
+	// which /metrics serves.
+	Registerer prometheus.Registerer
+	Log        *slog.Logger
+	// MaxConcurrentReconciles is how many Tasks are reconciled in parallel (0: 1).
+	MaxConcurrentReconciles int
+	// SkipNameValidation allows several managers in one process (tests restarting the operator).
+	SkipNameValidation bool
+}
+
+// Operator is a configured manager plus handles tests and main need.
+type Operator struct {
+	ctrl.Manager
+	Metrics *metrics.Metrics
+	API     *api.Server
+}
+
+// Scheme returns the scheme with the core and Tatara types.
+func Scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("failed to add client-go types to scheme: %w", err)
+	}
+	if err := tatarav1.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("failed to add tatara.dev/v1alpha1 to scheme: %w", err)
+	}
+	return s, nil
+}
+
+// New builds the operator on cfg.
+func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error) {
+	if opts.Controller.RuntimeNamespace == "" {
+		return nil, fmt.Errorf("failed to configure operator: the runtime ConfigMap namespace is empty")
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	reg := opts.Registerer
+	if reg == nil {
+		reg = ctrlmetrics.Registry
+	}
+	scheme, err := Scheme()
+	if err != nil {
+		return nil, err
+	}
+	managed := labels.SelectorFromSet(labels.Set{agent.LabelManagedBy: agent.ManagedByValue})
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
+		HealthProbeBindAddress:  opts.ProbeAddr,
+		LeaderElection:          opts.LeaderElection,
+		LeaderElectionID:        Name + ".tatara.dev",
+		LeaderElectionNamespace: opts.LeaderElectionNamespace,
+		// Only the operator's own pods and Secrets are cached, and only the runtime ConfigMaps'
+		// namespace: an operator watching a busy cluster must not mirror every Secret.
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&corev1.Secret{}:    {Label: managed},
+			&corev1.Pod{}:       {Label: managed},
+			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{opts.Controller.RuntimeNamespace: {}}},
+		}},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("failed to create manager: %w", err)
+	}
+	if err := index.Register(ctx, mgr.GetFieldIndexer()); err != nil {
+		return nil, err
+	}
+	m := metrics.NewMetrics(reg)
+	rec := mgr.GetEventRecorder(Name)
+
+	r := &controller.TaskReconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: rec, Metrics: m, Config: opts.Controller,
+	}
+	copts := ctrlcontroller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}
+	if opts.SkipNameValidation {
+		copts.SkipNameValidation = ptr.To(true)
+	}
+	if err := r.SetupWithManager(mgr, copts); err != nil {
+		return nil, fmt.Errorf("failed to set up task controller: %w", err)
+	}
+
+	srv := api.New(api.Options{
+		Addr: opts.APIAddr, Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: rec,
+		Metrics: m, Log: opts.Log.With("component", "api"), MaxBodyBytes: opts.MaxBodyBytes,
+	})
+	var runnable interface {
+		Start(context.Context) error
+	} = srv
+	if opts.APIListener != nil {
+		runnable = listenerRunnable{srv: srv, ln: opts.APIListener}
+	}
+	if err := mgr.Add(apiRunnable{runnable}); err != nil {
+		return nil, fmt.Errorf("failed to add REST API server: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("failed to add healthz check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("failed to add readyz check: %w", err)
+	}
+	return &Operator{Manager: mgr, Metrics: m, API: srv}, nil
+}
+
+type listenerRunnable struct {
+	srv *api.Server
+	ln  net.Listener
+}
+
+func (l listenerRunnable) Start(ctx context.Context) error { return l.srv.Serve(ctx, l.ln) }
+
+// apiRunnable serves on every replica, leader or not.
+type apiRunnable struct {
+	r interface{ Start(context.Context) error }
+}
+
+func (a apiRunnable) Start(ctx context.Context) error { return a.r.Start(ctx) }
+func (a apiRunnable) NeedLeaderElection() bool        { return false }

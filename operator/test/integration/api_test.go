@@ -1,0 +1,318 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tatarav1 "tatara.dev/operator/api/v1alpha1"
+	"tatara.dev/operator/internal/agent"
+)
+
+// token reads a Task's token from its real Secret, as the kubelet would for TATARA_TOKEN.
+func token(t testing.TB, ns, task string) string {
+	t.Helper()
+	var s corev1.Secret
+	eventually(t, 20*time.Second, "token secret of "+task, func() error {
+		return k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: agent.SecretName(task)}, &s)
+	})
+	return string(s.Data[agent.TokenKey])
+}
+
+type response struct {
+	code int
+	body map[string]any
+	raw  string
+}
+
+func call(t testing.TB, base, method, path, tok, body string) response {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, base+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	raw, _ := io.ReadAll(resp.Body)
+	r := response{code: resp.StatusCode, raw: string(raw)}
+	_ = json.Unmarshal(raw, &r.body)
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("%s %s: Content-Type %q, want application/json", method, path, ct)
+	}
+	return r
+}
+
+// TestRESTStatusCodes drives every rule of the contract through a real HTTP server with
+// tokens read from real Secrets; the calls run in order (intents depend on earlier ones).
+func TestRESTStatusCodes(t *testing.T) {
+	op := startOperator(t)
+	ns := newNamespace(t)
+	newProject(t, ns, "p")
+	newProject(t, ns, "other")
+	impl := newTask(t, ns, "impl", "p", tatarav1.KindImplement)
+	review := newTask(t, ns, "rev", "p", tatarav1.KindReview)
+	brain := newTask(t, ns, "brain", "p", tatarav1.KindBrainstorm)
+	stranger := newTask(t, ns, "stranger", "other", tatarav1.KindImplement)
+	implTok, revTok, brainTok := token(t, ns, impl.Name), token(t, ns, review.Name), token(t, ns, brain.Name)
+	strangerTok := token(t, ns, stranger.Name)
+	big := `{"text":"` + strings.Repeat("x", 17<<10) + `"}`
+
+	steps := []struct {
+		name        string
+		method      string
+		path        string
+		tok         string
+		body        string
+		code        int
+		errContains string
+		check       func(t *testing.T, r response)
+	}{
+		{name: "no token", method: "GET", path: "/api/v1/tasks/impl", code: 401, errContains: "bearer token"},
+		{name: "unknown token", method: "GET", path: "/api/v1/tasks/impl", tok: strings.Repeat("0", 64), code: 401, errContains: "invalid token"},
+		{name: "own task", method: "GET", path: "/api/v1/tasks/impl", tok: implTok, code: 200, check: func(t *testing.T, r response) {
+			if r.body["name"] != "impl" || r.body["kind"] != "implement" || r.body["project"] != "p" {
+				t.Fatalf("task view %v", r.body)
+			}
+		}},
+		{name: "another task", method: "GET", path: "/api/v1/tasks/rev", tok: implTok, code: 403, errContains: `not "rev"`},
+		{name: "another task's notes", method: "POST", path: "/api/v1/tasks/rev/notes", tok: implTok, body: `{"text":"x"}`, code: 403},
+		{name: "own project", method: "GET", path: "/api/v1/projects/p", tok: implTok, code: 200},
+		{name: "another project", method: "GET", path: "/api/v1/projects/other", tok: implTok, code: 403, errContains: `not "other"`},
+		{name: "repos", method: "GET", path: "/api/v1/projects/p/repos", tok: implTok, code: 200, check: func(t *testing.T, r response) {
+			if repos, _ := r.body["repos"].([]any); len(repos) != 2 {
+				t.Fatalf("repos %v", r.body)
+			}
+		}},
+		{name: "unknown route", method: "GET", path: "/api/v1/nothing", tok: implTok, code: 404},
+		{name: "tool outside the kind's table", method: "POST", path: "/api/v1/tasks/impl/intents/review_verdict", tok: implTok,
+			body: `{"verdict":"approve","summary":"s"}`, code: 403, errContains: "review_verdict is not allowed"},
+		{name: "task_list not allowed for implement", method: "GET", path: "/api/v1/projects/p/tasks", tok: implTok, code: 403},
+		{name: "note", method: "POST", path: "/api/v1/tasks/impl/notes", tok: implTok, body: `{"text":"started"}`, code: 201},
+		{name: "malformed JSON", method: "POST", path: "/api/v1/tasks/impl/notes", tok: implTok, body: `{"text":`, code: 400, errContains: "malformed JSON"},
+		{name: "wrong field type", method: "POST", path: "/api/v1/tasks/impl/notes", tok: implTok, body: `{"text":5}`, code: 400, errContains: `field "text" must be a string`},
+		{name: "unknown field", method: "POST", path: "/api/v1/tasks/impl/notes", tok: implTok, body: `{"txt":"a"}`, code: 400, errContains: `unknown field "txt"`},
+		{name: "missing field", method: "POST", path: "/api/v1/tasks/impl/notes", tok: implTok, body: `{}`, code: 400, errContains: `field "text" is required`},
+		{name: "empty body", method: "POST", path: "/api/v1/tasks/impl/comments", tok: implTok, code: 400, errContains: "empty"},
+		{name: "body over the limit", method: "POST", path: "/api/v1/tasks/impl/notes", tok: implTok, body: big, code: 413, errContains: "limit"},
+		{name: "bad enum", method: "POST", path: "/api/v1/tasks/impl/intents/pr_outcome", tok: implTok, body: `{"outcome":"done"}`, code: 400, errContains: `field "outcome" is "done"`},
+		{name: "comment", method: "POST", path: "/api/v1/tasks/impl/comments", tok: implTok, body: `{"body":"pushed a fix"}`, code: 201},
+		{name: "change_summary", method: "POST", path: "/api/v1/tasks/impl/intents/change_summary", tok: implTok, body: `{"summary":"fix"}`, code: 200},
+		{name: "change_summary again, same", method: "POST", path: "/api/v1/tasks/impl/intents/change_summary", tok: implTok, body: `{ "summary" : "fix" }`, code: 200,
+			check: func(t *testing.T, r response) {
+				if r.body["result"] != "idempotent" {
+					t.Fatalf("result %v", r.body["result"])
+				}
+			}},
+		{name: "change_summary again, different", method: "POST", path: "/api/v1/tasks/impl/intents/change_summary", tok: implTok, body: `{"summary":"other"}`, code: 409},
+		{name: "pr_outcome", method: "POST", path: "/api/v1/tasks/impl/intents/pr_outcome", tok: implTok, body: `{"outcome":"opened","url":"https://git.example.test/pr/1"}`, code: 200,
+			check: func(t *testing.T, r response) {
+				if r.body["result"] != "recorded" {
+					t.Fatalf("result %v", r.body["result"])
+				}
+			}},
+		{name: "pr_outcome again, same", method: "POST", path: "/api/v1/tasks/impl/intents/pr_outcome", tok: implTok, body: `{"url":"https://git.example.test/pr/1","outcome":"opened"}`, code: 200},
+		{name: "pr_outcome again, different", method: "POST", path: "/api/v1/tasks/impl/intents/pr_outcome", tok: implTok, body: `{"outcome":"merged"}`, code: 409},
+		{name: "another outcome intent", method: "POST", path: "/api/v1/tasks/impl/intents/already_done", tok: implTok, body: `{"evidence":"x"}`, code: 409, errContains: "already has outcome pr_outcome"},
+		{name: "decline needs a reason", method: "POST", path: "/api/v1/tasks/impl/intents/decline_implementation", tok: implTok, body: `{"reason":""}`, code: 400, errContains: `field "reason"`},
+		{name: "subtask with a repo outside the project", method: "POST", path: "/api/v1/tasks/impl/subtasks", tok: implTok,
+			body: `{"kind":"review","repo":"nope","directive":"review it"}`, code: 400, errContains: `no repo "nope"`},
+		{name: "subtask with a bad kind", method: "POST", path: "/api/v1/tasks/impl/subtasks", tok: implTok,
+			body: `{"kind":"deploy","repo":"cli","directive":"d"}`, code: 400, errContains: `field "kind"`},
+		{name: "subtask of a task that is not ours", method: "GET", path: "/api/v1/tasks/impl/subtasks/rev", tok: implTok, code: 403, errContains: "not a subtask"},
+		{name: "unknown subtask", method: "GET", path: "/api/v1/tasks/impl/subtasks/ghost", tok: implTok, code: 404},
+		{name: "review verdict by the review task", method: "POST", path: "/api/v1/tasks/rev/intents/review_verdict", tok: revTok, body: `{"verdict":"approve","summary":"lgtm"}`, code: 200},
+		{name: "review may not propose", method: "POST", path: "/api/v1/tasks/rev/proposals", tok: revTok, body: `{"title":"t","body":"b"}`, code: 403},
+		{name: "brainstorm proposes", method: "POST", path: "/api/v1/tasks/brain/proposals", tok: brainTok, body: `{"title":"Add retries","body":"because","repo":"cli"}`, code: 201},
+		{name: "brainstorm issue comment", method: "POST", path: "/api/v1/tasks/brain/issue-comments", tok: brainTok, body: `{"issue":12,"body":"dup of #3"}`, code: 201},
+		{name: "issue must be an integer", method: "POST", path: "/api/v1/tasks/brain/issue-comments", tok: brainTok, body: `{"issue":"12","body":"b"}`, code: 400, errContains: `field "issue" must be an integer`},
+		{name: "proposal list", method: "GET", path: "/api/v1/projects/p/proposals", tok: brainTok, code: 200, check: func(t *testing.T, r response) {
+			ps, _ := r.body["proposals"].([]any)
+			if len(ps) != 1 || ps[0].(map[string]any)["title"] != "Add retries" || ps[0].(map[string]any)["task"] != "brain" {
+				t.Fatalf("proposals %v", r.body)
+			}
+		}},
+		{name: "task list filtered by kind", method: "GET", path: "/api/v1/projects/p/tasks?kind=review", tok: brainTok, code: 200, check: func(t *testing.T, r response) {
+			ts, _ := r.body["tasks"].([]any)
+			if len(ts) != 1 || ts[0].(map[string]any)["name"] != "rev" {
+				t.Fatalf("tasks %v", r.body)
+			}
+		}},
+		{name: "task list with a bad kind", method: "GET", path: "/api/v1/projects/p/tasks?kind=nope", tok: brainTok, code: 400, errContains: `"kind"`},
+		{name: "skip research", method: "POST", path: "/api/v1/tasks/brain/intents/skip_research", tok: brainTok, body: `{"reason":"nothing new"}`, code: 200},
+		{name: "stranger cannot read our project", method: "GET", path: "/api/v1/projects/p", tok: strangerTok, code: 403},
+	}
+	for _, s := range steps {
+		r := call(t, op.url, s.method, s.path, s.tok, s.body)
+		if r.code != s.code {
+			t.Fatalf("%s: %s %s = %d %s, want %d", s.name, s.method, s.path, r.code, r.raw, s.code)
+		}
+		if r.code >= 400 {
+			msg, _ := r.body["error"].(string)
+			if msg == "" || !strings.Contains(msg, s.errContains) {
+				t.Fatalf("%s: error %q, want it to contain %q", s.name, msg, s.errContains)
+			}
+		}
+		if s.check != nil {
+			s.check(t, r)
+		}
+	}
+
+	// Recorded durably in the Task status through the API server...
+	got := getTask(t, ns, impl.Name)
+	if got.Status.Outcome == nil || got.Status.Outcome.Intent != "pr_outcome" || got.Status.Outcome.Value != "opened" || got.Status.ChangeSummary != "fix" {
+		t.Fatalf("impl status outcome %+v summary %q", got.Status.Outcome, got.Status.ChangeSummary)
+	}
+	var types []string
+	for _, a := range got.Status.Activity {
+		types = append(types, string(a.Type))
+	}
+	for _, want := range []string{"Note", "Comment", "Intent"} {
+		if !strings.Contains(strings.Join(types, ","), want) {
+			t.Fatalf("activity %v lacks %s", types, want)
+		}
+	}
+	if b := getTask(t, ns, brain.Name); len(b.Status.Proposals) != 1 || b.Status.Outcome.Intent != "skip_research" {
+		t.Fatalf("brain status %+v", b.Status)
+	}
+	// ...and as Events.
+	eventually(t, 20*time.Second, "events for task impl", func() error {
+		var evs eventsv1.EventList
+		if err := k8s.List(context.Background(), &evs, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		reasons := map[string]bool{}
+		for _, e := range evs.Items {
+			if e.Regarding.Name == "impl" {
+				reasons[e.Reason] = true
+			}
+		}
+		for _, want := range []string{"Note", "Comment", "Intent"} {
+			if !reasons[want] {
+				return fmt.Errorf("no %s event yet (have %v)", want, reasons)
+			}
+		}
+		return nil
+	})
+	if n := testutil.ToFloat64(op.Metrics.APIRequests.WithLabelValues("pr_outcome", "409")); n != 1 {
+		t.Fatalf("api_requests_total{pr_outcome,409} = %v, want 1", n)
+	}
+	if n := testutil.ToFloat64(op.Metrics.IntentsRecorded.WithLabelValues("change_summary", "idempotent")); n != 1 {
+		t.Fatalf("intents_total{change_summary,idempotent} = %v, want 1", n)
+	}
+}
+
+func TestRESTSubtasks(t *testing.T) {
+	op := startOperator(t)
+	ns := newNamespace(t)
+	newProject(t, ns, "p")
+	parent := newTask(t, ns, "parent", "p", tatarav1.KindImplement)
+	tok := token(t, ns, parent.Name)
+
+	r := call(t, op.url, "POST", "/api/v1/tasks/parent/subtasks", tok, `{"kind":"review","repo":"cli","directive":"review my change"}`)
+	if r.code != 201 {
+		t.Fatalf("subtask_create = %d %s", r.code, r.raw)
+	}
+	sub, _ := r.body["name"].(string)
+	if !strings.HasPrefix(sub, "parent-sub-") || r.body["parent"] != "parent" || r.body["kind"] != "review" {
+		t.Fatalf("subtask %v", r.body)
+	}
+	// The subtask is a real Task: the controller gives it its own pod with the review profile.
+	pod := waitPod(t, ns, sub)
+	if pod.Spec.Containers[0].Env[7].Value != "review" {
+		t.Fatalf("subtask profile %q", pod.Spec.Containers[0].Env[7].Value)
+	}
+	eventually(t, 10*time.Second, "subtask in list", func() error {
+		r := call(t, op.url, "GET", "/api/v1/tasks/parent/subtasks", tok, "")
+		if subs, _ := r.body["subtasks"].([]any); r.code != 200 || len(subs) != 1 {
+			return fmt.Errorf("subtask_list = %d %s", r.code, r.raw)
+		}
+		return nil
+	})
+	if r := call(t, op.url, "GET", "/api/v1/tasks/parent/subtasks/"+sub, tok, ""); r.code != 200 || r.body["name"] != sub {
+		t.Fatalf("subtask_get = %d %s", r.code, r.raw)
+	}
+	// The subtask's own token cannot act on its parent.
+	subTok := token(t, ns, sub)
+	if r := call(t, op.url, "GET", "/api/v1/tasks/parent", subTok, ""); r.code != 403 {
+		t.Fatalf("subtask token on parent = %d", r.code)
+	}
+	for i, want := range []string{"recorded", "idempotent"} {
+		r := call(t, op.url, "POST", "/api/v1/tasks/parent/subtasks/"+sub+"/cancel", tok, `{"reason":"not needed"}`)
+		if r.code != 200 || r.body["result"] != want {
+			t.Fatalf("cancel #%d = %d %s, want 200 %s", i, r.code, r.raw, want)
+		}
+	}
+	waitReason(t, ns, sub, tatarav1.ReasonCancelled)
+}
+
+// TestTokenOfDeletedTaskIsRejected: a Secret left behind (no garbage collector in envtest)
+// must not authenticate once its Task is gone.
+func TestTokenOfDeletedTaskIsRejected(t *testing.T) {
+	op := startOperator(t)
+	ns := newNamespace(t)
+	newProject(t, ns, "p")
+	task := newTask(t, ns, "gone", "p", tatarav1.KindReview)
+	tok := token(t, ns, task.Name)
+	if r := call(t, op.url, "GET", "/api/v1/tasks/gone", tok, ""); r.code != 200 {
+		t.Fatalf("before delete = %d %s", r.code, r.raw)
+	}
+	if err := k8s.Delete(context.Background(), task); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "401 after delete", func() error {
+		if r := call(t, op.url, "GET", "/api/v1/tasks/gone", tok, ""); r.code != 401 {
+			return fmt.Errorf("got %d", r.code)
+		}
+		return nil
+	})
+	// Recreated under the same name before any garbage collection: the operator replaces
+	// the stale Secret, the old token stays rejected and the new one works.
+	again := newTask(t, ns, "gone", "p", tatarav1.KindReview)
+	var newTok string
+	eventually(t, 20*time.Second, "a fresh token secret for the recreated task", func() error {
+		var s corev1.Secret
+		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: agent.SecretName("gone")}, &s); err != nil {
+			return err
+		}
+		if o := metav1.GetControllerOf(&s); o == nil || o.UID != again.UID {
+			return fmt.Errorf("secret still owned by %+v", o)
+		}
+		newTok = string(s.Data[agent.TokenKey])
+		return nil
+	})
+	if newTok == tok {
+		t.Fatal("the recreated task inherited the old token")
+	}
+	if r := call(t, op.url, "GET", "/api/v1/tasks/gone", tok, ""); r.code != 401 {
+		t.Fatalf("old token on a recreated task = %d, want 401", r.code)
+	}
+	eventually(t, 10*time.Second, "the new token to work", func() error {
+		if r := call(t, op.url, "GET", "/api/v1/tasks/gone", newTok, ""); r.code != 200 {
+			return fmt.Errorf("got %d %s", r.code, r.raw)
+		}
+		return nil
+	})
+}
