@@ -6,7 +6,7 @@ SHELL := /usr/bin/env bash -o pipefail
 include hack/versions.env
 
 # Go modules of the workspace (go.work); each is built, vetted, linted and tested on its own.
-MODULES ?= cli operator charts
+MODULES ?= cli wrapper operator e2e charts
 
 # Everything expensive lands under one cache outside the clone, keyed by version.
 TATARA_CACHE ?= $(HOME)/.cache/tatara
@@ -93,6 +93,20 @@ go_build = cd $($(1)_MODULE) && CGO_ENABLED=0 go build -trimpath \
 build: ## Build every binary into ./bin (static, version-stamped with its chart's appVersion).
 	@mkdir -p $(BIN_DIR)
 	@$(foreach b,$(PRESENT_BINARIES),echo "== build $(b) $($(b)_VERSION)"; $(call go_build,$(b),$(BIN_DIR)/$(b)) &&) true
+
+##@ Wrapper and stand-in agent
+
+FUZZTIME ?= 20s
+# Fuzz targets as <module>/<package dir>:<target>; `go test -fuzz` takes one package and one target.
+FUZZ_TARGETS := wrapper/internal/transcript:FuzzProcessLine wrapper/internal/transcript:FuzzChunking
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZTIME each (CI: FUZZTIME=10s).
+	@for ft in $(FUZZ_TARGETS); do \
+		pkg=$${ft%%:*}; target=$${ft##*:}; mod=$${pkg%%/*}; \
+		echo "== fuzz $$target in $$pkg for $(FUZZTIME)"; \
+		(cd $$mod && go test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) ./$${pkg#*/}); \
+	done
 
 ##@ Tools (pinned in hack/versions.env, cached under $(TATARA_CACHE))
 

@@ -1,0 +1,14 @@
+// Command agent-standin stands in for the agent CLI in tests: same flags, same transcript, real
+// MCP calls, driven by a script given as its prompt. The script format is documented in
+// tatara.dev/e2e/internal/standin.
+package main
+
+import (
+	"os"
+
+	"tatara.dev/e2e/internal/standin"
+)
+
+func main() {
+	os.Exit(standin.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}

@@ -1,0 +1,324 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// Binaries built once for the package: the wrapper itself and the stand-in agent from the e2e
+// module (the only double: it replaces the LLM).
+var (
+	buildOnce              sync.Once
+	wrapperBin, standinBin string
+	buildErr               error
+)
+
+func build(t *testing.T) (string, string) {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "wrapper-e2e-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		gowork, err := exec.Command("go", "env", "GOWORK").Output()
+		if err != nil || strings.TrimSpace(string(gowork)) == "" {
+			buildErr = fmt.Errorf("failed to find go.work (the stand-in lives in the e2e module): %w", err)
+			return
+		}
+		wrapperBin, standinBin = filepath.Join(dir, "wrapper"), filepath.Join(dir, "agent-standin")
+		for _, b := range []struct{ dir, out, pkg string }{
+			{".", wrapperBin, "."},
+			{filepath.Join(filepath.Dir(strings.TrimSpace(string(gowork))), "e2e"), standinBin, "./cmd/agent-standin"},
+		} {
+			cmd := exec.Command("go", "build", "-o", b.out, b.pkg)
+			cmd.Dir = b.dir
+			if out, err := cmd.CombinedOutput(); err != nil {
+				buildErr = fmt.Errorf("failed to build %s: %w\n%s", b.pkg, err, out)
+				return
+			}
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return wrapperBin, standinBin
+}
+
+// wrapperRun is one wrapper process and its JSON log lines.
+type wrapperRun struct {
+	cmd  *exec.Cmd
+	mu   sync.Mutex
+	logs []map[string]any
+	raw  strings.Builder
+	done chan struct{}
+	code int
+}
+
+func startWrapper(t *testing.T, env ...string) *wrapperRun {
+	t.Helper()
+	wrapper, standin := build(t)
+	state := t.TempDir()
+	cmd := exec.Command(wrapper, "--metrics-addr", "127.0.0.1:0", "--poll-interval", "20ms")
+	cmd.Dir = t.TempDir()
+	cmd.Env = append([]string{
+		"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(),
+		"TATARA_PROJECT=proj", "TATARA_TASK=task-1", "TATARA_TASK_KIND=implement",
+		"TATARA_TOKEN=tatara-task-token-abcdef0123456789",
+		"TATARA_AGENT_COMMAND=" + standin,
+		"TATARA_WRAPPER_STATE_DIR=" + state,
+		// Nothing listens here: these runs exercise the wrapper, not the MCP server.
+		"TATARA_MCP_URL=http://127.0.0.1:1/mcp",
+		// Inherited by a wrapper started from inside an agent session; must not reach the agent,
+		// which would then write no transcript.
+		"CLAUDE_CODE_CHILD_SESSION=1",
+	}, env...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r := &wrapperRun{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		br := bufio.NewReader(stderr)
+		for {
+			line, err := br.ReadString('\n')
+			if line != "" {
+				var m map[string]any
+				r.mu.Lock()
+				r.raw.WriteString(line)
+				if json.Unmarshal([]byte(line), &m) == nil {
+					r.logs = append(r.logs, m)
+				} else {
+					r.logs = append(r.logs, map[string]any{"msg": "NOT JSON", "line": line})
+				}
+				r.mu.Unlock()
+			}
+			if err != nil {
+				break
+			}
+		}
+		_ = cmd.Wait()
+		r.code = cmd.ProcessState.ExitCode()
+		close(r.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-r.done:
+		default:
+			_ = cmd.Process.Kill()
+			<-r.done
+		}
+		if t.Failed() {
+			t.Logf("wrapper logs:\n%s", r.rawLogs())
+		}
+	})
+	return r
+}
+
+func (r *wrapperRun) rawLogs() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.raw.String()
+}
+
+func (r *wrapperRun) find(msg string) []map[string]any {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []map[string]any
+	for _, l := range r.logs {
+		if l["msg"] == msg {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// waitLog waits for a log line with msg and returns the first.
+func (r *wrapperRun) waitLog(t *testing.T, msg string) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if l := r.find(msg); len(l) > 0 {
+			return l[0]
+		}
+		select {
+		case <-r.done:
+			if l := r.find(msg); len(l) > 0 {
+				return l[0]
+			}
+			t.Fatalf("wrapper exited (code %d) without logging %q", r.code, msg)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for log %q", msg)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (r *wrapperRun) wait(t *testing.T) int {
+	t.Helper()
+	select {
+	case <-r.done:
+		return r.code
+	case <-time.After(60 * time.Second):
+		t.Fatal("wrapper did not exit")
+		return -1
+	}
+}
+
+func httpGet(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url) //nolint:noctx // local test server
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+const secretToken = "tatara-task-token-abcdef0123456789"
+
+func TestWrapperRunsAgentEndToEnd(t *testing.T) {
+	script := strings.Join([]string{
+		"say hello",
+		`emit-tool-use mcp__tatara__report_internal_issue {"category":"workspace_broken","severity":"warn","description":"no go.mod in /work","offending_tool":"Bash","resource_id":"repo/a"}`,
+		`emit-tool-use Bash {"command":"curl -H 'Authorization: Bearer ` + secretToken + `' http://operator"}`,
+		`emit-tool-use mcp__tatara__report_internal_issue {"category":"cosmic","description":"unknown category"}`,
+		`raw "\x00\x00\x00{\"type\":\"assistant\",\"mess"`,
+		`raw {"type":"queue-operation","operation":"enqueue"}`,
+		`raw {"type":"brand-new-kind"}`,
+		"say done",
+		"exit 3",
+	}, "\n")
+	r := startWrapper(t, "TATARA_DIRECTIVE="+script, "TATARA_WRAPPER_LINGER=2m")
+	addr := r.waitLog(t, "metrics server listening")["addr"].(string)
+	base := "http://" + addr
+
+	exited := r.waitLog(t, "agent exited")
+	if exited["exit_code"] != float64(3) || exited["level"] != "ERROR" || exited["tool_uses"] != float64(3) ||
+		exited["internal_issues"] != float64(2) || exited["malformed"] != float64(1) || exited["turns"] != float64(4) ||
+		exited["result_subtype"] != "error_during_execution" || exited["project"] != "proj" || exited["task"] != "task-1" {
+		t.Fatalf("agent exited line = %v", exited)
+	}
+
+	// Every transcript event, in order, as one agent_stream line each.
+	var types []string
+	for _, l := range r.find("agent_stream") {
+		types = append(types, l["type"].(string))
+	}
+	wantTypes := "text text tool_use tool_result tool_use tool_result tool_use tool_result malformed queue-operation other text"
+	if got := strings.Join(types, " "); got != wantTypes {
+		t.Fatalf("agent_stream types = %s\nwant %s", got, wantTypes)
+	}
+
+	issues := r.find("internal issue reported")
+	if len(issues) != 2 {
+		t.Fatalf("internal issue lines = %v", issues)
+	}
+	for k, v := range map[string]any{"level": "WARN", "action": "internal_issue_report", "category": "workspace_broken",
+		"severity": "warn", "description": "no go.mod in /work", "offending_tool": "Bash", "resource_id": "repo/a", "task": "task-1"} {
+		if issues[0][k] != v {
+			t.Errorf("issue[0].%s = %v, want %v", k, issues[0][k], v)
+		}
+	}
+	if issues[1]["level"] != "ERROR" || issues[1]["category"] != "other" || issues[1]["severity"] != "error" {
+		t.Errorf("clamped issue = %v", issues[1])
+	}
+
+	if strings.Contains(r.rawLogs(), secretToken) {
+		t.Fatal("the Task token reached the logs")
+	}
+	if !strings.Contains(r.rawLogs(), "Bearer [REDACTED]") {
+		t.Fatal("the bearer header was not logged redacted")
+	}
+
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if code, body := httpGet(t, base+path); code != 200 {
+			t.Fatalf("GET %s = %d %s", path, code, body)
+		}
+	}
+	want := `
+# HELP tatara_wrapper_internal_issue_total report_internal_issue tool calls seen in the agent transcript, by category and severity.
+# TYPE tatara_wrapper_internal_issue_total counter
+tatara_wrapper_internal_issue_total{category="other",severity="error"} 1
+tatara_wrapper_internal_issue_total{category="workspace_broken",severity="warn"} 1
+# HELP tatara_wrapper_stream_events_total Agent transcript events processed, by event type (unknown types count as other).
+# TYPE tatara_wrapper_stream_events_total counter
+tatara_wrapper_stream_events_total{type="malformed"} 1
+tatara_wrapper_stream_events_total{type="other"} 1
+tatara_wrapper_stream_events_total{type="queue-operation"} 1
+tatara_wrapper_stream_events_total{type="text"} 3
+tatara_wrapper_stream_events_total{type="tool_result"} 3
+tatara_wrapper_stream_events_total{type="tool_use"} 3
+`
+	if err := testutil.ScrapeAndCompare(base+"/metrics", strings.NewReader(want),
+		"tatara_wrapper_internal_issue_total", "tatara_wrapper_stream_events_total"); err != nil {
+		t.Fatal(err)
+	}
+	if _, body := httpGet(t, base+"/metrics"); !strings.Contains(body, `tatara_wrapper_build_info{`) {
+		t.Fatal("no build info metric")
+	}
+
+	// Lingering ends on SIGTERM; the agent's exit code is the wrapper's.
+	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := r.wait(t); code != 3 {
+		t.Fatalf("wrapper exit code = %d, want the agent's 3", code)
+	}
+}
+
+func TestWrapperExitCodes(t *testing.T) {
+	cases := []struct {
+		name    string
+		env     []string
+		sigterm bool
+		code    int
+		log     string
+	}{
+		{"success", []string{"TATARA_DIRECTIVE=say all good"}, false, 0, "agent exited"},
+		{"SIGTERM is forwarded to the agent", []string{"TATARA_DIRECTIVE=say started\nsleep 5m"}, true, 143, "forwarding signal to agent"},
+		{"agent command missing", []string{"TATARA_DIRECTIVE=say x", "TATARA_AGENT_COMMAND=/nonexistent/claude"}, false, 127, "failed to start agent"},
+		{"no directive", nil, false, 2, "invalid configuration"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := startWrapper(t, tc.env...)
+			if tc.sigterm {
+				// Signal once the agent is demonstrably running its script.
+				deadline := time.Now().Add(60 * time.Second)
+				for len(r.find("agent_stream")) < 2 {
+					if time.Now().After(deadline) {
+						t.Fatal("agent never wrote its first reply")
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+				if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if code := r.wait(t); code != tc.code {
+				t.Fatalf("exit code = %d, want %d", code, tc.code)
+			}
+			r.waitLog(t, tc.log)
+		})
+	}
+}

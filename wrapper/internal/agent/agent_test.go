@@ -1,0 +1,153 @@
+package agent
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"tatara.dev/wrapper/internal/redact"
+)
+
+func TestArgs(t *testing.T) {
+	got := Args("/state/mcp.json", "3f2a9c1e-8d4b-4c6a-9e2f-1a2b3c4d5e6f", "do it")
+	want := []string{"-p", "--output-format", "stream-json", "--verbose", "--mcp-config=/state/mcp.json",
+		"--strict-mcp-config", "--session-id", "3f2a9c1e-8d4b-4c6a-9e2f-1a2b3c4d5e6f",
+		"--permission-mode", "bypassPermissions", "do it"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Args = %q\nwant   %q", got, want)
+	}
+}
+
+func TestEnv(t *testing.T) {
+	parent := []string{"PATH=/bin", "CLAUDE_CODE_CHILD_SESSION=1", "CLAUDE_CODE_ENTRYPOINT=cli",
+		"CLAUDE_CONFIG_DIR=/home/x/.claude", "TATARA_TOKEN=secret", "ANTHROPIC_API_KEY=k", "TATARA_TASK=t1"}
+	got := Env(parent, "/state/claude", "TATARA_TOKEN")
+	want := []string{"PATH=/bin", "ANTHROPIC_API_KEY=k", "TATARA_TASK=t1", "CLAUDE_CONFIG_DIR=/state/claude"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Env = %q, want %q", got, want)
+	}
+}
+
+func TestWriteMCPConfig(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sub", "mcp.json")
+	if err := WriteMCPConfig(path, DefaultMCPURL); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.TrimSpace(string(data)), `{"mcpServers":{"tatara":{"type":"http","url":"http://127.0.0.1:7777/mcp"}}}`; got != want {
+		t.Fatalf("config = %s, want %s", got, want)
+	}
+	if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 {
+		t.Fatalf("mode = %v, want 0600", st.Mode().Perm())
+	}
+	if err := WriteMCPConfig(filepath.Join(path, "under-a-file"), DefaultMCPURL); err == nil || !strings.Contains(err.Error(), "failed to") {
+		t.Fatalf("writing under a file: err = %v", err)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestProcess(t *testing.T) {
+	const result = `{"type":"result","subtype":"success","is_error":false,"num_turns":3,"session_id":"s","total_cost_usd":0.5}`
+	const initEv = `{"type":"system","subtype":"init","session_id":"s","tools":["a","b"],"mcp_servers":[{"name":"tatara","status":"failed"}]}`
+	cases := []struct {
+		name     string
+		script   string
+		signal   bool
+		code     int
+		sig      string
+		final    bool
+		logWants []string
+	}{
+		{"success with result event", "echo '" + initEv + "'; echo '" + result + "'", false, 0, "", true,
+			[]string{`"msg":"agent initialized"`, `"level":"WARN"`, `"mcp_tatara":"failed"`}},
+		{"exit code propagates", "exit 7", false, 7, "", false, nil},
+		{"stderr is logged redacted", "echo 'Authorization: Bearer abcdefghijk' >&2; exit 1", false, 1, "", false,
+			[]string{`"msg":"agent stderr"`, `Bearer [REDACTED]`}},
+		{"forwarded SIGTERM", "trap 'exit 143' TERM; echo ready >&2; while :; do sleep 0.05; done", true, 143, "", false, nil},
+		{"killed by a signal", "kill -KILL $$", false, 137, "killed", false, nil},
+		{"huge stdout line is skipped", "head -c 3000000 /dev/zero | tr '\\0' x; echo; echo '" + result + "'", false, 0, "", true, nil},
+		{"leftover child holding stdout", "sleep 30 & echo '" + result + "'", false, 0, "", true, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			logs := &syncBuffer{}
+			p := &Process{Command: "/bin/sh", Args: []string{"-c", tc.script}, Env: os.Environ(),
+				Log: slog.New(slog.NewJSONHandler(logs, nil)), Red: redact.New()}
+			if err := p.Start(); err != nil {
+				t.Fatal(err)
+			}
+			if tc.signal {
+				deadline := time.Now().Add(10 * time.Second)
+				for !strings.Contains(logs.String(), "ready") {
+					if time.Now().After(deadline) {
+						t.Fatal("agent never got ready")
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+				if err := p.Signal(syscall.SIGTERM); err != nil {
+					t.Fatal(err)
+				}
+			}
+			res, err := p.Wait()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.ExitCode != tc.code || res.Signal != tc.sig || (res.Final != nil) != tc.final {
+				t.Fatalf("result = %+v, want code %d signal %q final %v", res, tc.code, tc.sig, tc.final)
+			}
+			if tc.final && (res.Final.NumTurns != 3 || res.Final.TotalCostUSD != 0.5) {
+				t.Fatalf("final = %+v", res.Final)
+			}
+			for _, w := range tc.logWants {
+				if !strings.Contains(logs.String(), w) {
+					t.Errorf("logs lack %s: %s", w, logs.String())
+				}
+			}
+			if strings.Contains(logs.String(), "abcdefghijk") {
+				t.Fatalf("secret leaked: %s", logs.String())
+			}
+		})
+	}
+}
+
+func TestProcessStartFailure(t *testing.T) {
+	p := &Process{Command: filepath.Join(t.TempDir(), "no-such-agent"), Log: slog.New(slog.DiscardHandler), Red: redact.New()}
+	err := p.Start()
+	if err == nil || !strings.Contains(err.Error(), "failed to start agent") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestStreamEventDecodes(t *testing.T) {
+	var ev StreamEvent
+	if err := json.Unmarshal([]byte(`{"type":"result","session_id":"x","num_turns":2}`), &ev); err != nil || ev.SessionID != "x" {
+		t.Fatalf("ev = %+v, err = %v", ev, err)
+	}
+}

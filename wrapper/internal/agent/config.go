@@ -1,0 +1,98 @@
+// Package agent prepares and runs the agent CLI (Claude Code in production): the MCP config it
+// reads, its flags, its environment, and the process itself with signal forwarding and exit-code
+// reporting.
+package agent
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// MCPServerName is the key of the cli's MCP server in the config the wrapper writes. The agent CLI
+// names its tools mcp__<MCPServerName>__<tool>, which is what the transcript tailer matches.
+const MCPServerName = "tatara"
+
+// DefaultMCPURL is the cli sidecar's streamable HTTP endpoint inside the agent pod.
+const DefaultMCPURL = "http://127.0.0.1:7777/mcp"
+
+// MCPConfig is the agent CLI's --mcp-config file format.
+type MCPConfig struct {
+	MCPServers map[string]MCPServer `json:"mcpServers"`
+}
+
+// MCPServer is one server entry; Type "http" is streamable HTTP.
+type MCPServer struct {
+	Type    string            `json:"type"`
+	URL     string            `json:"url"`
+	Headers map[string]string `json:"headers,omitempty"`
+}
+
+// NewMCPConfig returns the config naming only the tatara server at url.
+func NewMCPConfig(url string) MCPConfig {
+	return MCPConfig{MCPServers: map[string]MCPServer{MCPServerName: {Type: "http", URL: url}}}
+}
+
+// WriteMCPConfig writes the config for url to path (mode 0600: it may one day carry headers).
+func WriteMCPConfig(path, url string) error {
+	data, err := json.Marshal(NewMCPConfig(url))
+	if err != nil {
+		return fmt.Errorf("failed to encode MCP config %q: %w", path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("failed to create directory for MCP config %q: %w", path, err)
+	}
+	if err := os.WriteFile(path, append(data, '\n'), 0o600); err != nil {
+		return fmt.Errorf("failed to write MCP config %q: %w", path, err)
+	}
+	return nil
+}
+
+// PermissionMode lets the agent act without prompts: nobody is there to answer them, and the pod
+// is the sandbox.
+const PermissionMode = "bypassPermissions"
+
+// Args returns the agent CLI's arguments for one non-interactive run. --mcp-config takes several
+// values, so it is written as --mcp-config=<path> to keep it from swallowing the prompt, which
+// goes last.
+func Args(mcpConfigPath, sessionID, prompt string) []string {
+	return []string{
+		"-p",
+		"--output-format", "stream-json",
+		"--verbose",
+		"--mcp-config=" + mcpConfigPath,
+		"--strict-mcp-config",
+		"--session-id", sessionID,
+		"--permission-mode", PermissionMode,
+		prompt,
+	}
+}
+
+// ConfigDirEnv is where the agent CLI keeps its state, transcripts included.
+const ConfigDirEnv = "CLAUDE_CONFIG_DIR"
+
+// Env returns the agent's environment: parent minus inherited CLAUDE_CODE_* variables (an
+// inherited CLAUDE_CODE_CHILD_SESSION, for one, turns transcript saving off), minus an inherited
+// CLAUDE_CONFIG_DIR and the variables in drop, plus CLAUDE_CONFIG_DIR=configDir.
+func Env(parent []string, configDir string, drop ...string) []string {
+	out := make([]string, 0, len(parent)+1)
+	for _, kv := range parent {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "CLAUDE_CODE_") || name == ConfigDirEnv || contains(drop, name) {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, ConfigDirEnv+"="+configDir)
+}
+
+func contains(list []string, s string) bool {
+	for _, l := range list {
+		if l == s {
+			return true
+		}
+	}
+	return false
+}

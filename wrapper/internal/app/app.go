@@ -1,0 +1,265 @@
+// Package app is the wrapper process: it reads its settings, serves metrics and health, runs the
+// agent CLI for the Task's directive while tailing its transcript, and exits with the agent's
+// exit code so the pod phase (Succeeded / Failed) drives the Task.
+package app
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/google/uuid"
+
+	"tatara.dev/wrapper/internal/agent"
+	"tatara.dev/wrapper/internal/metrics"
+	"tatara.dev/wrapper/internal/redact"
+	"tatara.dev/wrapper/internal/server"
+	"tatara.dev/wrapper/internal/transcript"
+)
+
+// Exit codes of the wrapper itself; any other code is the agent's.
+const (
+	ExitUsage      = 2   // bad flags or environment
+	ExitSetup      = 3   // could not prepare the run (listen, write config)
+	ExitAgentStart = 127 // the agent command could not be started
+)
+
+// Config is the wrapper's settings; flags override the environment.
+type Config struct {
+	Project, Task, TaskKind string
+	Token                   string
+	Directive               string
+	AgentCommand            string
+	MCPURL                  string
+	MetricsAddr             string
+	StateDir                string
+	ConfigDir               string
+	WorkDir                 string
+	PollInterval            time.Duration
+	HealthStaleAfter        time.Duration
+	Linger                  time.Duration
+	LogLevel                slog.Level
+}
+
+// ParseConfig reads the settings from args (flags) and getenv.
+func ParseConfig(args []string, getenv func(string) string) (Config, error) {
+	c := Config{
+		Project:  getenv("TATARA_PROJECT"),
+		Task:     getenv("TATARA_TASK"),
+		TaskKind: getenv("TATARA_TASK_KIND"),
+		Token:    getenv("TATARA_TOKEN"),
+	}
+	fs := flag.NewFlagSet("wrapper", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	def := func(env, fallback string) string {
+		if v := getenv(env); v != "" {
+			return v
+		}
+		return fallback
+	}
+	fs.StringVar(&c.Directive, "directive", getenv("TATARA_DIRECTIVE"), "the agent's prompt (env TATARA_DIRECTIVE)")
+	fs.StringVar(&c.AgentCommand, "agent-command", def("TATARA_AGENT_COMMAND", "claude"), "agent CLI to run (env TATARA_AGENT_COMMAND)")
+	fs.StringVar(&c.MCPURL, "mcp-url", def("TATARA_MCP_URL", agent.DefaultMCPURL), "MCP server URL written into the agent's MCP config (env TATARA_MCP_URL)")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", def("TATARA_WRAPPER_METRICS_ADDR", ":9090"), "address of /metrics, /healthz, /readyz (env TATARA_WRAPPER_METRICS_ADDR)")
+	fs.StringVar(&c.StateDir, "state-dir", def("TATARA_WRAPPER_STATE_DIR", filepath.Join(os.TempDir(), "tatara-wrapper")), "directory for the MCP config and the agent's config dir (env TATARA_WRAPPER_STATE_DIR)")
+	fs.StringVar(&c.ConfigDir, "claude-config-dir", getenv("TATARA_CLAUDE_CONFIG_DIR"), "agent config dir, CLAUDE_CONFIG_DIR for the agent (default <state-dir>/claude)")
+	fs.StringVar(&c.WorkDir, "workdir", getenv("TATARA_WORKDIR"), "the agent's working directory (default: the wrapper's)")
+	fs.DurationVar(&c.PollInterval, "poll-interval", transcript.DefaultPollInterval, "how often the transcript is checked for new bytes")
+	fs.DurationVar(&c.HealthStaleAfter, "health-stale-after", 30*time.Second, "tailer heartbeat age that fails /healthz")
+	lingerDef := time.Duration(0)
+	if v := getenv("TATARA_WRAPPER_LINGER"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return c, fmt.Errorf("failed to parse TATARA_WRAPPER_LINGER %q: %w", v, err)
+		}
+		lingerDef = d
+	}
+	fs.DurationVar(&c.Linger, "linger", lingerDef, "keep serving /metrics this long after the agent exits, or until SIGTERM (env TATARA_WRAPPER_LINGER)")
+	level := fs.String("log-level", def("TATARA_WRAPPER_LOG_LEVEL", "info"), "debug, info, warn or error (env TATARA_WRAPPER_LOG_LEVEL)")
+	if err := fs.Parse(args); err != nil {
+		return c, fmt.Errorf("failed to parse flags %q: %w", strings.Join(args, " "), err)
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("failed to parse flags: unexpected argument %q", fs.Arg(0))
+	}
+	if err := c.LogLevel.UnmarshalText([]byte(*level)); err != nil {
+		return c, fmt.Errorf("failed to parse log level %q: %w", *level, err)
+	}
+	switch {
+	case strings.TrimSpace(c.Directive) == "":
+		return c, errors.New("failed to read directive: TATARA_DIRECTIVE (or --directive) is empty")
+	case c.AgentCommand == "":
+		return c, errors.New("failed to read agent command: TATARA_AGENT_COMMAND (or --agent-command) is empty")
+	case c.PollInterval <= 0 || c.HealthStaleAfter <= 0 || c.Linger < 0:
+		return c, errors.New("failed to validate durations: --poll-interval and --health-stale-after must be > 0, --linger >= 0")
+	}
+	if c.ConfigDir == "" {
+		c.ConfigDir = filepath.Join(c.StateDir, "claude")
+	}
+	return c, nil
+}
+
+// Version is the wrapper's build version (set with -ldflags -X).
+var Version = "dev"
+
+// Main runs the wrapper and returns its exit code.
+func Main(args []string, getenv func(string) string, environ []string, stderr io.Writer) int {
+	cfg, err := ParseConfig(args, getenv)
+	red := redact.New(cfg.Token)
+	log := newLogger(stderr, red, cfg)
+	if err != nil {
+		log.Error("invalid configuration", slog.Any("error", err))
+		return ExitUsage
+	}
+	return run(cfg, red, log, environ)
+}
+
+func newLogger(w io.Writer, red *redact.Redactor, cfg Config) *slog.Logger {
+	h := slog.NewJSONHandler(w, &slog.HandlerOptions{Level: cfg.LogLevel, ReplaceAttr: red.ReplaceAttr})
+	return slog.New(h).With(
+		slog.String("project", cfg.Project), slog.String("task", cfg.Task), slog.String("task_kind", cfg.TaskKind))
+}
+
+func run(cfg Config, red *redact.Redactor, log *slog.Logger, environ []string) int {
+	reg := metrics.NewRegistry()
+	m := metrics.NewMetrics(reg, Version)
+	sessionID := uuid.NewString()
+
+	tailer := transcript.New(cfg.ConfigDir, sessionID,
+		transcript.WithLogger(log.With(slog.String("session_id", sessionID))),
+		transcript.WithRedactor(red),
+		transcript.WithCounter(m.StreamEventsTotal),
+		transcript.WithInternalIssueCounter(m.InternalIssueTotal),
+		transcript.WithPollInterval(cfg.PollInterval),
+	)
+	var ready atomic.Bool
+	srv, err := server.Start(cfg.MetricsAddr, server.Handler(reg, tailer, cfg.HealthStaleAfter, ready.Load), log)
+	if err != nil {
+		log.Error("failed to start metrics server", slog.Any("error", err))
+		return ExitSetup
+	}
+	log.Info("metrics server listening", slog.String("addr", srv.Addr()), slog.String("version", Version))
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			log.Warn("metrics server shutdown", slog.Any("error", err))
+		}
+	}()
+
+	mcpConfig := filepath.Join(cfg.StateDir, "mcp-config.json")
+	if err := os.MkdirAll(cfg.ConfigDir, 0o700); err != nil {
+		log.Error("failed to create agent config dir", slog.String("dir", cfg.ConfigDir), slog.Any("error", err))
+		return ExitSetup
+	}
+	if err := agent.WriteMCPConfig(mcpConfig, cfg.MCPURL); err != nil {
+		log.Error("failed to write MCP config", slog.Any("error", err))
+		return ExitSetup
+	}
+
+	// Signals are caught before the agent starts so none is lost in between.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sigs)
+
+	proc := &agent.Process{
+		Command: cfg.AgentCommand,
+		Args:    agent.Args(mcpConfig, sessionID, cfg.Directive),
+		// The agent reaches the operator only through the cli sidecar, which has the token.
+		Env: agent.Env(environ, cfg.ConfigDir, "TATARA_TOKEN"),
+		Dir: cfg.WorkDir,
+		Log: log.With(slog.String("session_id", sessionID)),
+		Red: red,
+	}
+	tailCtx, stopTail := context.WithCancel(context.Background())
+	tailDone := make(chan struct{})
+	go func() { defer close(tailDone); tailer.Run(tailCtx) }()
+
+	if err := proc.Start(); err != nil {
+		stopTail()
+		<-tailDone
+		log.Error("failed to start agent", slog.Any("error", err))
+		return ExitAgentStart
+	}
+	ready.Store(true)
+	log.Info("agent started", slog.String("command", cfg.AgentCommand), slog.Int("pid", proc.PID()),
+		slog.String("session_id", sessionID), slog.String("mcp_config", mcpConfig),
+		slog.String("config_dir", cfg.ConfigDir), slog.Int("directive_bytes", len(cfg.Directive)))
+
+	exited := make(chan struct{})
+	var res agent.Result
+	var waitErr error
+	go func() { defer close(exited); res, waitErr = proc.Wait() }()
+	for waiting := true; waiting; {
+		select {
+		case sig := <-sigs:
+			log.Info("forwarding signal to agent", slog.String("signal", sig.String()))
+			if err := proc.Signal(sig); err != nil {
+				log.Warn("failed to forward signal", slog.Any("error", err))
+			}
+		case <-exited:
+			waiting = false
+		}
+	}
+	// The agent is gone: read what it wrote up to its last line.
+	stopTail()
+	<-tailDone
+
+	code := res.ExitCode
+	if waitErr != nil {
+		log.Error("failed to wait for agent", slog.Any("error", waitErr))
+		code = 1
+	}
+	report(log, sessionID, res, code, tailer.Summary())
+
+	if cfg.Linger > 0 {
+		log.Info("serving metrics until linger ends or SIGTERM", slog.Duration("linger", cfg.Linger))
+		select {
+		case <-time.After(cfg.Linger):
+		case <-sigs:
+		}
+	}
+	return code
+}
+
+// report logs the turn summary: how the agent ended and what its transcript showed.
+func report(log *slog.Logger, sessionID string, res agent.Result, code int, s transcript.Summary) {
+	attrs := []slog.Attr{
+		slog.String("session_id", sessionID),
+		slog.Int("exit_code", code),
+		slog.Duration("duration", res.Duration),
+		slog.Int("turns", s.Turns),
+		slog.Int64("tool_uses", s.ToolUses),
+		slog.Int64("tool_errors", s.ToolErrors),
+		slog.Int64("internal_issues", s.InternalIssues),
+		slog.Int64("events", s.Events),
+		slog.Int64("malformed", s.Malformed),
+		slog.Int64("oversize_lines", s.Oversize),
+		slog.Int("transcript_files", s.Files),
+		slog.Int64("transcript_bytes", s.Bytes),
+		slog.Int64("input_tokens", s.InputTokens),
+		slog.Int64("output_tokens", s.OutputTokens),
+	}
+	if res.Signal != "" {
+		attrs = append(attrs, slog.String("signal", res.Signal))
+	}
+	if f := res.Final; f != nil {
+		attrs = append(attrs, slog.String("result_subtype", f.Subtype), slog.Bool("result_is_error", f.IsError),
+			slog.Int("result_num_turns", f.NumTurns), slog.Float64("result_cost_usd", f.TotalCostUSD))
+	}
+	level := slog.LevelInfo
+	if code != 0 {
+		level = slog.LevelError
+	}
+	log.LogAttrs(context.Background(), level, "agent exited", attrs...)
+}

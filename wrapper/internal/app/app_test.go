@@ -1,0 +1,88 @@
+package app
+
+import (
+	"bytes"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestParseConfig(t *testing.T) {
+	base := map[string]string{"TATARA_DIRECTIVE": "do it", "TATARA_PROJECT": "p", "TATARA_TASK": "t", "TATARA_TOKEN": "tok"}
+	with := func(kv ...string) map[string]string {
+		m := map[string]string{}
+		for k, v := range base {
+			m[k] = v
+		}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	cases := []struct {
+		name  string
+		args  []string
+		env   map[string]string
+		check func(t *testing.T, c Config)
+		err   string
+	}{
+		{"defaults", nil, base, func(t *testing.T, c Config) {
+			if c.AgentCommand != "claude" || c.MetricsAddr != ":9090" || c.MCPURL != "http://127.0.0.1:7777/mcp" ||
+				c.ConfigDir != filepath.Join(c.StateDir, "claude") || c.Linger != 0 || c.LogLevel != slog.LevelInfo ||
+				c.Project != "p" || c.Task != "t" || c.Token != "tok" || c.Directive != "do it" {
+				t.Fatalf("config = %+v", c)
+			}
+		}, ""},
+		{"environment", nil, with("TATARA_AGENT_COMMAND", "/opt/agent/agent", "TATARA_WRAPPER_METRICS_ADDR", "127.0.0.1:0",
+			"TATARA_WRAPPER_LINGER", "30s", "TATARA_WRAPPER_STATE_DIR", "/state", "TATARA_WRAPPER_LOG_LEVEL", "debug"),
+			func(t *testing.T, c Config) {
+				if c.AgentCommand != "/opt/agent/agent" || c.MetricsAddr != "127.0.0.1:0" || c.Linger != 30*time.Second ||
+					c.ConfigDir != "/state/claude" || c.LogLevel != slog.LevelDebug {
+					t.Fatalf("config = %+v", c)
+				}
+			}, ""},
+		{"flags override the environment", []string{"--agent-command", "x", "--directive", "flag directive", "--claude-config-dir", "/c"},
+			with("TATARA_AGENT_COMMAND", "y"), func(t *testing.T, c Config) {
+				if c.AgentCommand != "x" || c.Directive != "flag directive" || c.ConfigDir != "/c" {
+					t.Fatalf("config = %+v", c)
+				}
+			}, ""},
+		{"no directive", nil, map[string]string{}, nil, "TATARA_DIRECTIVE (or --directive) is empty"},
+		{"blank directive", nil, with("TATARA_DIRECTIVE", "  \n"), nil, "TATARA_DIRECTIVE (or --directive) is empty"},
+		{"bad linger", nil, with("TATARA_WRAPPER_LINGER", "soon"), nil, `failed to parse TATARA_WRAPPER_LINGER "soon"`},
+		{"bad log level", []string{"--log-level", "loud"}, base, nil, `failed to parse log level "loud"`},
+		{"unknown flag", []string{"--nope"}, base, nil, "flag provided but not defined: -nope"},
+		{"stray argument", []string{"extra"}, base, nil, `unexpected argument "extra"`},
+		{"zero poll interval", []string{"--poll-interval", "0s"}, base, nil, "--poll-interval and --health-stale-after must be > 0"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := ParseConfig(tc.args, env(tc.env))
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, c)
+		})
+	}
+}
+
+func TestMainRejectsBadConfigWithoutLeakingTheToken(t *testing.T) {
+	var stderr bytes.Buffer
+	code := Main([]string{"--log-level", "loud"}, env(map[string]string{"TATARA_DIRECTIVE": "x", "TATARA_TOKEN": "secret-token-0123456789"}), nil, &stderr)
+	if code != ExitUsage || !strings.Contains(stderr.String(), `"msg":"invalid configuration"`) {
+		t.Fatalf("code = %d, stderr = %s", code, stderr.String())
+	}
+	if strings.Contains(stderr.String(), "secret-token-0123456789") {
+		t.Fatal("token leaked")
+	}
+}

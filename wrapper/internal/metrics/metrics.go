@@ -1,0 +1,63 @@
+// Package metrics holds the wrapper's Prometheus metrics. Names are API (dashboards and alerts
+// depend on them, see ARCHITECTURE.md section 7) and are pinned by metrics_test.go.
+package metrics
+
+import (
+	"runtime"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Metric names, exported so tests and docs refer to one spelling.
+const (
+	InternalIssueTotalName = "tatara_wrapper_internal_issue_total"
+	StreamEventsTotalName  = "tatara_wrapper_stream_events_total"
+	BuildInfoName          = "tatara_wrapper_build_info"
+)
+
+// Metrics is every wrapper metric, registered on the Registerer given to NewMetrics.
+type Metrics struct {
+	// InternalIssueTotal counts report_internal_issue tool_use blocks seen in the transcript, by
+	// clamped category and severity (the only labels: spec decision 7).
+	InternalIssueTotal *prometheus.CounterVec
+	// StreamEventsTotal counts transcript events by clamped type.
+	StreamEventsTotal *prometheus.CounterVec
+	// BuildInfo is always 1; its labels say which wrapper build runs.
+	BuildInfo *prometheus.GaugeVec
+}
+
+// NewMetrics builds the metrics and registers them on reg; it panics if a name is already
+// registered there, which is a programming error caught by any test that builds the wrapper.
+func NewMetrics(reg prometheus.Registerer, version string) *Metrics {
+	m := &Metrics{
+		InternalIssueTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: InternalIssueTotalName,
+			Help: "report_internal_issue tool calls seen in the agent transcript, by category and severity.",
+		}, []string{"category", "severity"}),
+		StreamEventsTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: StreamEventsTotalName,
+			Help: "Agent transcript events processed, by event type (unknown types count as other).",
+		}, []string{"type"}),
+		BuildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: BuildInfoName,
+			Help: "Always 1; labels identify the wrapper build.",
+		}, []string{"version", "goversion"}),
+	}
+	reg.MustRegister(m.InternalIssueTotal, m.StreamEventsTotal, m.BuildInfo)
+	m.BuildInfo.WithLabelValues(version, goVersion()).Set(1)
+	return m
+}
+
+// NewRegistry returns a fresh registry with the standard process and Go collectors, so the
+// wrapper's /metrics also shows its own memory and file descriptors.
+func NewRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return reg
+}
+
+func goVersion() string { return runtime.Version() }

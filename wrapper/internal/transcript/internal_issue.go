@@ -1,0 +1,106 @@
+package transcript
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+)
+
+// internalIssueToolName is how the agent CLI names the cli's report_internal_issue tool:
+// mcp__<server>__<tool>, with <server> the key the wrapper writes into the MCP config
+// (agent.MCPServerName). If either name changes, the wrapper silently stops seeing reports;
+// TestInternalIssueToolNameMatchesMCPConfig ties them together.
+const internalIssueToolName = "mcp__tatara__report_internal_issue"
+
+// Enum values of report_internal_issue (spec Part C). Anything else is clamped, which bounds the
+// counter's label cardinality whatever the model sends.
+var (
+	issueCategories = map[string]bool{
+		"tool_error": true, "directive_contradiction": true, "workspace_broken": true,
+		"memory_inconsistent": true, "graph_inconsistent": true, "auth": true, "other": true,
+	}
+	issueSeverities = map[string]bool{"warn": true, "error": true}
+)
+
+const (
+	defaultCategory = "other"
+	defaultSeverity = "error"
+)
+
+type internalIssueInput struct {
+	Category      string `json:"category"`
+	Severity      string `json:"severity"`
+	Description   string `json:"description"`
+	OffendingTool string `json:"offending_tool"`
+	ResourceID    string `json:"resource_id"`
+}
+
+func clampCategory(s string) string {
+	if issueCategories[s] {
+		return s
+	}
+	return defaultCategory
+}
+
+func clampSeverity(s string) string {
+	if issueSeverities[s] {
+		return s
+	}
+	return defaultSeverity
+}
+
+// emitInternalIssue logs one report_internal_issue call seen in the transcript and counts it.
+// input is the tool_use input, already redacted; inputErr says why there is none. The signal is
+// never dropped: an input that does not decode is logged at ERROR with parse_error and counted
+// as other/error.
+func (t *Tailer) emitInternalIssue(turnID, toolUseID string, input []byte, inputErr error) {
+	t.mu.Lock()
+	t.sum.InternalIssues++
+	t.mu.Unlock()
+	var in internalIssueInput
+	parseErr := inputErr
+	if parseErr == nil {
+		parseErr = json.Unmarshal(input, &in)
+	}
+	base := []slog.Attr{
+		slog.String("action", "internal_issue_report"),
+		slog.String("turn_id", t.clean(turnID)),
+		slog.String("tool_use_id", t.clean(toolUseID)),
+	}
+	if parseErr != nil {
+		t.log.LogAttrs(context.Background(), slog.LevelError, "internal issue reported",
+			append(base,
+				slog.String("category", defaultCategory),
+				slog.String("severity", defaultSeverity),
+				slog.String("parse_error", t.clean(parseErr.Error())),
+			)...)
+		t.countIssue(defaultCategory, defaultSeverity)
+		return
+	}
+	category, severity := clampCategory(in.Category), clampSeverity(in.Severity)
+	level := slog.LevelError
+	if severity == "warn" {
+		level = slog.LevelWarn
+	}
+	attrs := append(base,
+		slog.String("category", category),
+		slog.String("severity", severity),
+		slog.String("description", t.clean(in.Description)),
+		slog.String("offending_tool", t.clean(in.OffendingTool)),
+		slog.String("resource_id", t.clean(in.ResourceID)),
+	)
+	if category != in.Category {
+		attrs = append(attrs, slog.String("raw_category", t.clean(in.Category)))
+	}
+	if severity != in.Severity && in.Severity != "" {
+		attrs = append(attrs, slog.String("raw_severity", t.clean(in.Severity)))
+	}
+	t.log.LogAttrs(context.Background(), level, "internal issue reported", attrs...)
+	t.countIssue(category, severity)
+}
+
+func (t *Tailer) countIssue(category, severity string) {
+	if t.issueCounter != nil {
+		t.issueCounter.WithLabelValues(category, severity).Inc()
+	}
+}

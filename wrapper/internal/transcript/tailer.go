@@ -1,0 +1,405 @@
+// Package transcript follows the agent CLI's session transcript (JSONL) while the agent runs and
+// turns it into one structured log line and one counter increment per event.
+//
+// The transcript is written by another process that never promised a format: lines arrive in
+// several chunks, may be many MiB long, may be damaged (truncated, glued, NUL runs), and the file
+// appears late and may shrink. The Tailer therefore acts only on bytes up to a '\n', keeps its
+// offset at the start of an unfinished line, never holds more than a bounded amount of one line,
+// and never fails on content. Facts about the format: shared/notes/agent-cli-transcript.md.
+package transcript
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"tatara.dev/wrapper/internal/redact"
+)
+
+// StreamCounter counts transcript events by type (one label).
+type StreamCounter interface {
+	WithLabelValues(lvs ...string) prometheus.Counter
+}
+
+// InternalIssueCounter counts report_internal_issue calls by category and severity (two labels).
+type InternalIssueCounter interface {
+	WithLabelValues(lvs ...string) prometheus.Counter
+}
+
+// Defaults, each overridable by an Option.
+const (
+	DefaultPollInterval = 200 * time.Millisecond
+	// DefaultMaxLineBytes is the longest line decoded in full. A longer line is still counted and
+	// logged, from its first headBytes bytes, so memory stays bounded whatever the agent writes.
+	DefaultMaxLineBytes = 8 << 20
+)
+
+const (
+	readBufBytes = 256 << 10
+	headBytes    = 64 << 10
+	// keepLineBufBytes: line buffers up to this size are reused between lines; larger ones are
+	// dropped after use so one huge line does not pin its buffer for the rest of the run.
+	keepLineBufBytes = 4 << 20
+)
+
+// Tailer follows <root>/projects/*/<session>.jsonl and the subagent transcripts beside it.
+// Run drives it; the other methods are safe to call from any goroutine.
+type Tailer struct {
+	root      string
+	sessionID string
+
+	log           *slog.Logger
+	red           *redact.Redactor
+	streamCounter StreamCounter
+	issueCounter  InternalIssueCounter
+	interval      time.Duration
+	maxLine       int64
+
+	// Owned by the goroutine running Run (or by the caller of the unexported helpers in tests).
+	mainDir  string
+	files    map[string]*fileTail
+	order    []*fileTail
+	readBuf  []byte
+	lineBuf  []byte
+	headBuf  []byte
+	seenUUID map[string]struct{}
+	seenTool map[string]struct{}
+	counters map[string]prometheus.Counter
+
+	mu      sync.Mutex
+	sum     Summary
+	usage   map[string]usage
+	heart   atomic.Int64
+	running atomic.Bool
+}
+
+// Option configures a Tailer.
+type Option func(*Tailer)
+
+// WithLogger sets the logger events go to (default: discard).
+func WithLogger(l *slog.Logger) Option {
+	return func(t *Tailer) {
+		if l != nil {
+			t.log = l
+		}
+	}
+}
+
+// WithRedactor sets the redactor applied to every transcript-derived value before it is logged.
+func WithRedactor(r *redact.Redactor) Option {
+	return func(t *Tailer) {
+		if r != nil {
+			t.red = r
+		}
+	}
+}
+
+// WithCounter counts events by type on c; nil (or a nil *prometheus.CounterVec) disables counting.
+func WithCounter(c StreamCounter) Option {
+	return func(t *Tailer) {
+		if !isNil(c) {
+			t.streamCounter = c
+		}
+	}
+}
+
+// WithInternalIssueCounter counts report_internal_issue calls on c; nil disables counting.
+func WithInternalIssueCounter(c InternalIssueCounter) Option {
+	return func(t *Tailer) {
+		if !isNil(c) {
+			t.issueCounter = c
+		}
+	}
+}
+
+// WithPollInterval sets how often the files are checked for new bytes (values <= 0 are ignored).
+func WithPollInterval(d time.Duration) Option {
+	return func(t *Tailer) {
+		if d > 0 {
+			t.interval = d
+		}
+	}
+}
+
+// WithMaxLineBytes sets the longest line decoded in full (values <= 0 are ignored).
+func WithMaxLineBytes(n int64) Option {
+	return func(t *Tailer) {
+		if n > 0 {
+			t.maxLine = n
+		}
+	}
+}
+
+// isNil reports a nil interface or an interface holding a nil *prometheus.CounterVec, the one
+// typed nil a caller can realistically pass (an unset Metrics field).
+func isNil(c interface {
+	WithLabelValues(...string) prometheus.Counter
+}) bool {
+	if c == nil {
+		return true
+	}
+	v, ok := c.(*prometheus.CounterVec)
+	return ok && v == nil
+}
+
+// New returns a Tailer for the session's transcripts under root (the agent's config dir).
+func New(root, sessionID string, opts ...Option) *Tailer {
+	t := &Tailer{
+		root:      root,
+		sessionID: sessionID,
+		log:       slog.New(slog.DiscardHandler),
+		red:       redact.New(),
+		interval:  DefaultPollInterval,
+		maxLine:   DefaultMaxLineBytes,
+		files:     map[string]*fileTail{},
+		seenUUID:  map[string]struct{}{},
+		seenTool:  map[string]struct{}{},
+		counters:  map[string]prometheus.Counter{},
+		usage:     map[string]usage{},
+	}
+	for _, o := range opts {
+		o(t)
+	}
+	t.beat()
+	return t
+}
+
+// Run follows the transcripts until ctx is done (the agent exited), then drains what was
+// written up to then and returns. It returns no error for anything found in the files.
+func (t *Tailer) Run(ctx context.Context) {
+	t.running.Store(true)
+	defer t.running.Store(false)
+	ticker := time.NewTicker(t.interval)
+	defer ticker.Stop()
+	for {
+		t.pollOnce()
+		select {
+		case <-ctx.Done():
+			t.Drain()
+			return
+		case <-ticker.C:
+		}
+	}
+}
+
+// Drain reads every byte written so far (looking for late files once more), then warns about
+// any unterminated last line, which is left unprocessed: only bytes up to a '\n' are acted on.
+func (t *Tailer) Drain() {
+	// A few rounds: a subagent file can appear while the main file is being read.
+	for range 5 {
+		if t.pollOnce() == 0 {
+			break
+		}
+	}
+	for _, f := range t.order {
+		if rest := f.scan - f.off; rest > 0 {
+			t.log.Warn("transcript ends with an unterminated line; left unprocessed",
+				slog.String("path", f.path), slog.Int64("bytes", rest))
+		}
+		f.close()
+	}
+	if len(t.order) == 0 {
+		t.log.Warn("no transcript found for the session",
+			slog.String("session_id", t.sessionID), slog.String("root", t.root))
+	}
+}
+
+// Heartbeat is the last time the tailer made progress through its loop; a stale heartbeat while
+// Running means the tailer is stuck.
+func (t *Tailer) Heartbeat() time.Time { return time.Unix(0, t.heart.Load()) }
+
+// Running reports whether Run is active.
+func (t *Tailer) Running() bool { return t.running.Load() }
+
+func (t *Tailer) beat() { t.heart.Store(time.Now().UnixNano()) }
+
+// pollOnce discovers files and reads each to its current end; it returns the bytes read.
+func (t *Tailer) pollOnce() int64 {
+	t.beat()
+	if t.readBuf == nil {
+		t.readBuf = make([]byte, readBufBytes)
+		t.headBuf = make([]byte, headBytes)
+	}
+	t.discover()
+	var n int64
+	for _, f := range t.order {
+		n += f.poll(t)
+	}
+	t.beat()
+	return n
+}
+
+// discover finds the main transcript by glob (the directory name is the agent's cwd slug, a
+// rule that changed across versions, so it is never computed here) and then the subagent files
+// in <slug>/<session>/subagents/.
+func (t *Tailer) discover() {
+	if t.mainDir == "" {
+		matches, _ := filepath.Glob(filepath.Join(t.root, "projects", "*", t.sessionID+".jsonl"))
+		sort.Strings(matches)
+		for _, m := range matches {
+			t.addFile(m, source{kind: "main"})
+			if t.mainDir == "" {
+				t.mainDir = filepath.Dir(m)
+			}
+		}
+		if t.mainDir == "" {
+			return
+		}
+	}
+	subs, _ := filepath.Glob(filepath.Join(t.mainDir, t.sessionID, "subagents", "agent-*.jsonl"))
+	sort.Strings(subs)
+	for _, s := range subs {
+		id := filepath.Base(s)
+		id = id[len("agent-") : len(id)-len(".jsonl")]
+		t.addFile(s, source{kind: "subagent", agentID: id})
+	}
+}
+
+func (t *Tailer) addFile(path string, src source) {
+	if _, ok := t.files[path]; ok {
+		return
+	}
+	src.path = path
+	f := &fileTail{path: path, src: src}
+	t.files[path] = f
+	t.order = append(t.order, f)
+	t.mu.Lock()
+	t.sum.Files++
+	t.mu.Unlock()
+	t.log.Info("transcript found", slog.String("path", path), slog.String("source", src.kind),
+		slog.String("agent_id", src.agentID))
+}
+
+// source says which file a line came from.
+type source struct {
+	kind    string // main or subagent
+	agentID string
+	path    string
+}
+
+// fileTail is the read position in one file: bytes [0, off) are processed lines, [off, scan)
+// are the start of a line whose '\n' has not been written yet.
+type fileTail struct {
+	path string
+	src  source
+	file *os.File
+	info os.FileInfo
+	off  int64
+	scan int64
+}
+
+func (f *fileTail) close() {
+	if f.file != nil {
+		_ = f.file.Close()
+		f.file = nil
+	}
+}
+
+// poll reads the file from where it stopped to its current end and returns the bytes read.
+func (f *fileTail) poll(t *Tailer) int64 {
+	st, err := os.Stat(f.path)
+	if err != nil {
+		// Removed or unreadable for now: keep the position; the next poll tries again.
+		return 0
+	}
+	if f.file == nil || !os.SameFile(f.info, st) {
+		reopened := f.file != nil
+		f.close()
+		file, err := os.Open(f.path)
+		if err != nil {
+			return 0
+		}
+		info, err := file.Stat()
+		if err != nil {
+			_ = file.Close()
+			return 0
+		}
+		if reopened {
+			t.log.Warn("transcript replaced; reading the new file from the start", slog.String("path", f.path))
+		}
+		f.file, f.info, f.off, f.scan = file, info, 0, 0
+		st = info
+	}
+	if size := st.Size(); size < f.scan {
+		t.log.Warn("transcript shrank; reading from the start",
+			slog.String("path", f.path), slog.Int64("size", size), slog.Int64("offset", f.scan))
+		f.off, f.scan = 0, 0
+	}
+	var read int64
+	for {
+		n, err := f.file.ReadAt(t.readBuf, f.scan)
+		if n > 0 {
+			f.consume(t, t.readBuf[:n])
+			f.scan += int64(n)
+			read += int64(n)
+			t.beat()
+		}
+		if err != nil || n < len(t.readBuf) {
+			break
+		}
+	}
+	if read > 0 {
+		t.mu.Lock()
+		t.sum.Bytes += read
+		t.mu.Unlock()
+	}
+	return read
+}
+
+// consume handles every complete line in chunk, which holds the file's bytes from f.scan.
+func (f *fileTail) consume(t *Tailer, chunk []byte) {
+	chunkStart := f.scan
+	pos := 0
+	for {
+		i := indexNewline(chunk[pos:])
+		if i < 0 {
+			return
+		}
+		nl := chunkStart + int64(pos+i)
+		lineLen := nl - f.off
+		if f.off >= chunkStart {
+			line := chunk[f.off-chunkStart : pos+i]
+			if lineLen > t.maxLine {
+				line = line[:min(len(line), headBytes)]
+			}
+			t.processLine(f.src, line, lineLen)
+		} else {
+			f.processSpanning(t, lineLen)
+		}
+		f.off = nl + 1
+		pos += i + 1
+	}
+}
+
+// processSpanning handles a line that started in an earlier read: it is read again from the
+// file (the file is the buffer, so a line still being written costs no memory), in full when it
+// is at most maxLine bytes, else its head only.
+func (f *fileTail) processSpanning(t *Tailer, lineLen int64) {
+	var buf []byte
+	if lineLen > t.maxLine {
+		buf = t.headBuf[:min(int64(len(t.headBuf)), lineLen)]
+	} else {
+		if int64(cap(t.lineBuf)) < lineLen {
+			t.lineBuf = make([]byte, lineLen)
+		}
+		buf = t.lineBuf[:lineLen]
+	}
+	n, err := f.file.ReadAt(buf, f.off)
+	if n < len(buf) {
+		// The file shrank under us; the next poll sees the new size and starts again.
+		t.log.Warn("transcript changed while a line was read; skipping it",
+			slog.String("path", f.path), slog.Int64("offset", f.off), slog.Any("error", err))
+		return
+	}
+	t.processLine(f.src, buf, lineLen)
+	if cap(t.lineBuf) > keepLineBufBytes {
+		t.lineBuf = nil
+	}
+}
