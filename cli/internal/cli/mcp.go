@@ -99,6 +99,18 @@ func runMCP(ctx context.Context, o mcpOptions, log *slog.Logger, stdin io.Reader
 		Metrics:     metrics,
 	})
 
+	// Listen for MCP before the metrics server starts: the agent pod's startup probe checks the
+	// metrics port (the MCP port is loopback-only), so "metrics up" must imply "MCP listening".
+	var mcpListener net.Listener
+	if o.transport == "http" {
+		ln, err := net.Listen("tcp", o.listen)
+		if err != nil {
+			return fmt.Errorf("failed to listen for MCP on %q: %w", o.listen, err)
+		}
+		mcpListener = ln
+		defer func() { _ = ln.Close() }()
+	}
+
 	var metricsSrv *http.Server
 	if o.metricsAddr != "" {
 		ln, err := net.Listen("tcp", o.metricsAddr)
@@ -130,16 +142,12 @@ func runMCP(ctx context.Context, o mcpOptions, log *slog.Logger, stdin io.Reader
 		return nil
 	}
 
-	ln, err := net.Listen("tcp", o.listen)
-	if err != nil {
-		return fmt.Errorf("failed to listen for MCP on %q: %w", o.listen, err)
-	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", server.NewStreamableHTTPServer(srv.MCP, server.WithEndpointPath("/mcp")))
 	httpSrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
-	go func() { errc <- httpSrv.Serve(ln) }()
-	log.Info("mcp server started", append(startup, "listen", "http://"+ln.Addr().String()+"/mcp")...)
+	go func() { errc <- httpSrv.Serve(mcpListener) }()
+	log.Info("mcp server started", append(startup, "listen", "http://"+mcpListener.Addr().String()+"/mcp")...)
 	select {
 	case <-ctx.Done():
 		log.Info("mcp server stopping", "reason", context.Cause(ctx).Error())

@@ -1,7 +1,6 @@
 package standin
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -172,11 +171,10 @@ func TestRunAgainstRealMCPServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	var lines []transcriptLine
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
+	for _, raw := range bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n")) {
 		var l transcriptLine
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			t.Fatalf("transcript line is not JSON: %v: %s", err, sc.Text())
+		if err := json.Unmarshal(raw, &l); err != nil {
+			t.Fatalf("transcript line is not JSON: %v: %s", err, raw)
 		}
 		lines = append(lines, l)
 	}

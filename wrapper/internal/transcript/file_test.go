@@ -238,3 +238,29 @@ func TestFileSubagents(t *testing.T) {
 		t.Fatalf("internal issue from the subagent file logged %d times", n)
 	}
 }
+
+func TestFileRemovedWhileWritten(t *testing.T) {
+	root := t.TempDir()
+	path := transcriptPath(root)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	_, logs, stop, done := runTailer(t, root)
+	defer func() { stop(); <-done }()
+	if _, err := f.WriteString(assistantLine("m", textBlock("before")) + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the first line", func() bool { return len(logs.eventTypes(t)) == 1 })
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(assistantLine("m", textBlock("after removal")) + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the line written after removal", func() bool { return len(logs.eventTypes(t)) == 2 })
+}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sync"
 	"testing"
 )
 
@@ -87,11 +88,10 @@ func FuzzChunking(f *testing.F) {
 // readAll writes data to a transcript (in random pieces unless seed is 0), polling after each,
 // then drains, and returns the event types seen and the summary.
 func readAll(t *testing.T, data []byte, seed uint64) []any {
-	root := t.TempDir()
+	root := fuzzRoot(t)
 	path := transcriptPath(root)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	// Create truncates: one file per process is rewritten, because creating and deleting a
+	// directory per execution makes the file system, not the code, the bottleneck.
 	file, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
@@ -113,6 +113,26 @@ func readAll(t *testing.T, data []byte, seed uint64) []any {
 	tl.Drain()
 	s := tl.Summary()
 	return []any{logs.eventTypes(t), s.Lines, s.Events, s.Malformed, s.ToolUses, s.InternalIssues}
+}
+
+var (
+	fuzzRootOnce sync.Once
+	fuzzRootDir  string
+	fuzzRootErr  error
+)
+
+// fuzzRoot is one transcript root per test process, removed when the process's tests end.
+func fuzzRoot(t *testing.T) string {
+	fuzzRootOnce.Do(func() {
+		fuzzRootDir, fuzzRootErr = os.MkdirTemp("", "transcript-fuzz")
+		if fuzzRootErr == nil {
+			fuzzRootErr = os.MkdirAll(filepath.Dir(transcriptPath(fuzzRootDir)), 0o755)
+		}
+	})
+	if fuzzRootErr != nil {
+		t.Fatal(fuzzRootErr)
+	}
+	return fuzzRootDir
 }
 
 func newTestTailerAt(root string) (*Tailer, *logCapture) {

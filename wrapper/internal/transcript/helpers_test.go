@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -142,4 +143,12 @@ func feed(t *Tailer, lines ...string) {
 	for _, l := range lines {
 		t.processLine(source{kind: "main"}, []byte(l), int64(len(l)))
 	}
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if fuzzRootDir != "" {
+		_ = os.RemoveAll(fuzzRootDir)
+	}
+	os.Exit(code)
 }

@@ -318,9 +318,13 @@ func (t *Tailer) count(label string) {
 	c.Inc()
 }
 
-// clean bounds and redacts a transcript-derived string for logging.
+// clean redacts and bounds a transcript-derived string for logging. Redaction runs on up to
+// four times the logged length, before the cut, so a secret across the cut is masked whole.
 func (t *Tailer) clean(s string) string {
-	return t.red.String(cut(s))
+	if len(s) > 4*maxLoggedBytes {
+		s = s[:4*maxLoggedBytes]
+	}
+	return cut(t.red.String(s))
 }
 
 func cut(s string) string {

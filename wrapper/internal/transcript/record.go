@@ -58,8 +58,10 @@ type promptContent struct {
 	} `json:"message"`
 }
 
-// previewBytes bounds how much of a text field is kept for the log line.
-const previewBytes = 256
+// previewBytes bounds how much of a text field is decoded and kept. The log shows less
+// (maxLoggedBytes): redaction runs on the longer text first, so a secret that straddles the
+// display cut is still recognised and masked whole.
+const previewBytes = 2 * maxLoggedBytes
 
 // preview keeps the length of a JSON string and its first previewBytes bytes, decoded. Its
 // UnmarshalJSON never fails: a damaged field must not cost the rest of the record.

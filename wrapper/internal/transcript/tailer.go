@@ -191,6 +191,7 @@ func (t *Tailer) Run(ctx context.Context) {
 
 // Drain reads every byte written so far (looking for late files once more), then warns about
 // any unterminated last line, which is left unprocessed: only bytes up to a '\n' are acted on.
+// Run calls it when its context ends; call it directly only when Run is not used.
 func (t *Tailer) Drain() {
 	// A few rounds: a subagent file can appear while the main file is being read.
 	for range 5 {
@@ -306,8 +307,13 @@ func (f *fileTail) close() {
 func (f *fileTail) poll(t *Tailer) int64 {
 	st, err := os.Stat(f.path)
 	if err != nil {
-		// Removed or unreadable for now: keep the position; the next poll tries again.
-		return 0
+		if f.file == nil {
+			return 0
+		}
+		// Removed (or unreadable) by name: the open file still holds what the agent writes.
+		if st, err = f.file.Stat(); err != nil {
+			return 0
+		}
 	}
 	if f.file == nil || !os.SameFile(f.info, st) {
 		reopened := f.file != nil

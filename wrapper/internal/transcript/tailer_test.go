@@ -299,3 +299,21 @@ func TestOversizeLineFromHead(t *testing.T) {
 		}
 	})
 }
+
+func TestSecretAcrossTheLogCutIsMaskedWhole(t *testing.T) {
+	const token = "tatara-task-token-abcdef0123456789"
+	for _, pad := range []int{maxLoggedBytes - 10, maxLoggedBytes - 30, previewBytes - 10} {
+		t.Run(fmt.Sprint(pad), func(t *testing.T) {
+			tl, logs := newTestTailer(WithRedactor(redact.New(token)))
+			text := strings.Repeat("a", pad) + " " + token + " " + strings.Repeat("b", 2000)
+			feed(tl, assistantLine("m", textBlock(text)),
+				assistantLine("m", toolUseBlock("toolu_cut", "Bash", `{"command":"`+text+`"}`)))
+			out := logs.text()
+			for i := 8; i <= len(token); i++ {
+				if strings.Contains(out, token[:i]) {
+					t.Fatalf("a %d-byte prefix of the token reached the log", i)
+				}
+			}
+		})
+	}
+}
