@@ -205,10 +205,8 @@ bump: ## Bump a component everywhere: make bump COMPONENT=cli|wrapper|operator V
 	@cd charts && go run ./cmd/pins bump --root .. --component "$(COMPONENT)" --version "$(VERSION)"
 
 .PHONY: sync-crds
-sync-crds: ## Copy the operator's generated CRDs into charts/tatara-operator/crds (checked by make test).
-	@[ -d operator/config/crd/bases ] || { echo "sync-crds: operator/config/crd/bases is missing"; exit 1; }
-	rm -f charts/tatara-operator/crds/*.yaml
-	cp operator/config/crd/bases/*.yaml charts/tatara-operator/crds/
+sync-crds: ## Copy the operator's generated CRDs and RBAC rules into the tatara-operator chart (make test checks).
+	@cd charts && go run ./cmd/syncoperator --root ..
 
 .PHONY: monitoring-crds
 monitoring-crds: ## Regenerate the prometheus-operator CRDs the chart tests dry-run against.

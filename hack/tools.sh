@@ -28,9 +28,17 @@ build_kind() { # out
 }
 
 build_helm() { # out
-	# Without the -X, `helm version` reports only the major.minor of the module.
+	# Without the -X, `helm version` reports only the major.minor of the module, and helm assumes
+	# Kubernetes v1.20 for `helm template`/`lint` (charts with kubeVersion >=1.29 then fail): stamp
+	# the Kubernetes version of helm's client-go as helm's own Makefile does.
+	local gomod k8s_minor
+	gomod="$(go mod download -json "helm.sh/helm/v3@${HELM_VERSION}" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')"
+	k8s_minor="$(sed -n 's/^[[:space:]]*k8s.io\/client-go v0\.\([0-9]*\)\..*/\1/p' "${gomod}")"
+	[[ -n "${k8s_minor}" ]] || die "could not read the client-go version of helm ${HELM_VERSION}"
 	GOBIN="$(dirname "$1")" nice -n 10 go install -trimpath \
-		-ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=${HELM_VERSION} -X helm.sh/helm/v3/internal/version.gitTreeState=clean" \
+		-ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=${HELM_VERSION} -X helm.sh/helm/v3/internal/version.gitTreeState=clean \
+		-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=${k8s_minor} \
+		-X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=${k8s_minor}" \
 		"helm.sh/helm/v3/cmd/helm@${HELM_VERSION}"
 }
 
