@@ -108,6 +108,24 @@ fuzz: ## Run every fuzz target for FUZZTIME each (CI: FUZZTIME=10s).
 		(cd $$mod && go test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) ./$${pkg#*/}); \
 	done
 
+##@ End to end
+
+# KIND_NODE_IMAGE empty = kind's default node image (a laptop); tatara.local/kind-node:<version> =
+# the node image built here from Go modules and Debian packages (machines that cannot pull images).
+E2E_TIMEOUT ?= 60m
+
+.PHONY: e2e
+e2e: ## The main job: images, a kind cluster, helmfile sync (env kind), the e2e suite, tear down.
+	@start=$$(date +%s); \
+	echo "== e2e: node image $${KIND_NODE_IMAGE:-kind default}"; \
+	case "$(KIND_NODE_IMAGE)" in tatara.local/kind-node:*) $(MAKE) -s kind-node-image KIND_NODE_IMAGE=$(KIND_NODE_IMAGE);; esac; \
+	echo "== e2e: tools"; hack/tools.sh kind >/dev/null; hack/tools.sh helm >/dev/null; hack/tools.sh helmfile >/dev/null; \
+	echo "== e2e: images"; $(MAKE) -s images; \
+	echo "== e2e: suite"; \
+	cd e2e && KIND_NODE_IMAGE="$(KIND_NODE_IMAGE)" E2E_IMAGES="$(IMAGE_REFS)" \
+		go test -tags e2e -count=1 -v -timeout $(E2E_TIMEOUT) ./suite/ 2>&1 | grep -vE '^=== (RUN|PAUSE|CONT)'; \
+	rc=$${PIPESTATUS[0]}; echo "== e2e: total $$(( $$(date +%s) - start ))s (exit $$rc)"; exit $$rc
+
 ##@ Tools (pinned in hack/versions.env, cached under $(TATARA_CACHE))
 
 $(GOLANGCI_LINT):
