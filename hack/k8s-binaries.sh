@@ -122,8 +122,7 @@ build_etcd() {
 		printf 'module tatara.local/etcd-build\n\ngo %s\n\nrequire go.etcd.io/etcd/server/v3 %s\n' \
 			"$(go env GOVERSION | sed 's/^go//')" "${ETCD_VERSION}" >"${dir}/go.mod"
 	fi
-	(cd "${dir}" && gobuild -ldflags "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=${ETCD_VERSION}" \
-		-o "${BIN}/etcd" go.etcd.io/etcd/server/v3)
+	(cd "${dir}" && gobuild -ldflags "-s -w" -o "${BIN}/etcd" go.etcd.io/etcd/server/v3)
 }
 
 build_install() { # name module-path version ldflags
@@ -142,6 +141,14 @@ build_pause() {
 # and its compile cache), under the lock, and stamps them.
 build_step() {
 	local stale=() n start
+	# Fast path without the lock: a caller that only needs fresh binaries (make envtest-assets)
+	# must not wait for an unrelated build that holds it.
+	for n in "$@"; do is_fresh "${n}" || stale+=("${n}"); done
+	if ((${#stale[@]} == 0)); then
+		log "up to date: $*"
+		return
+	fi
+	stale=()
 	exec 9>"${LOCK}"
 	flock 9
 	for n in "$@"; do is_fresh "${n}" || stale+=("${n}"); done

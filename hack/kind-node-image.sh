@@ -80,8 +80,10 @@ MIRROR="$(apt_mirror "${SUITE}")"
 ensure_debootstrap() {
 	command -v debootstrap >/dev/null && return
 	log "installing debootstrap from the machine's apt sources"
+	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null \
+		|| die "apt-get update failed (needed to install debootstrap)"
 	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends debootstrap >/dev/null \
-		|| die "could not apt-get install debootstrap (run apt-get update first?)"
+		|| die "could not apt-get install debootstrap"
 }
 
 kind_module_dir() {
@@ -166,7 +168,7 @@ component_images() {
 				;;
 			coredns)
 				install -m 0755 "${K8S_BIN}/coredns" "${work}/layer/coredns"
-				mkdir -p "${work}/layer/etc/coredns" "${work}/layer/tmp"
+				mkdir -p "${work}/layer/etc/coredns" "${work}/layer/tmp" && chmod 1777 "${work}/layer/tmp"
 				tar --numeric-owner --owner=0 --group=0 -C "${work}/layer" -c . \
 					| docker import "${changes[@]}" --change 'ENTRYPOINT ["/coredns"]' - "${img}" >/dev/null
 				;;
@@ -177,7 +179,7 @@ component_images() {
 				;;
 			etcd|kube-apiserver|kube-controller-manager|kube-scheduler)
 				install -m 0755 "${K8S_BIN}/${name}" "${work}/layer/usr/local/bin/${name}"
-				mkdir -p "${work}/layer/tmp" "${work}/layer/var/lib/etcd"
+				mkdir -p "${work}/layer/tmp" "${work}/layer/var/lib/etcd" && chmod 1777 "${work}/layer/tmp"
 				tar --numeric-owner --owner=0 --group=0 -C "${work}/layer" -c . \
 					| docker import "${changes[@]}" --change "ENTRYPOINT [\"/usr/local/bin/${name}\"]" - "${img}" >/dev/null
 				;;
@@ -254,7 +256,7 @@ assemble_rootfs() {
 # throwaway container, commits the result as IMAGE with kind's entrypoint settings.
 node_image() {
 	local work="$1" hash="$2"
-	local base="tatara.local/kind-node-base:${hash}" ctr_name="tatara-kind-node-build-$$"
+	local base="tatara.local/kind-node-base:${hash}" ctr_name="${BUILD_CONTAINER}"
 	tar --numeric-owner -C "${work}/rootfs" -c . | docker import - "${base}" >/dev/null
 	rm -rf "${work}/rootfs"
 	docker rm -f "${ctr_name}" >/dev/null 2>&1 || true
@@ -293,6 +295,12 @@ EOF
 	docker rmi "${base}" >/dev/null
 }
 
+cleanup() {
+	rm -rf "${NODE_CACHE}/work"
+	docker rm -f "${BUILD_CONTAINER}" >/dev/null 2>&1 || true
+	docker rmi "tatara.local/kind-node-base:${INPUTS_HASH}" "tatara.local/kind-node-build:${INPUTS_HASH}" >/dev/null 2>&1 || true
+}
+
 main() {
 	local total=${SECONDS}
 	if [[ "${1:-}" == "rootfs" ]]; then
@@ -317,12 +325,19 @@ main() {
 	PROXY_TAR="$(step rootfs-proxy cached_rootfs proxy "${PROXY_PACKAGES[@]}")"
 	local work="${NODE_CACHE}/work"
 	rm -rf "${work}" && mkdir -p "${work}"
-	trap 'rm -rf "${NODE_CACHE}/work"' EXIT
+	BUILD_CONTAINER="tatara-kind-node-build-$$"
+	# Whatever happens, leave no work tree, build container or intermediate tag behind.
+	INPUTS_HASH="${hash}"
+	trap cleanup EXIT
 	mapfile -t REQUIRED_IMAGES < <("${K8S_BIN}/kubeadm" config images list --kubernetes-version "${KUBERNETES_VERSION}" 2>/dev/null)
 	((${#REQUIRED_IMAGES[@]} > 0)) || die "kubeadm config images list printed nothing"
 	step component-images component_images "${work}"
 	step assemble assemble_rootfs "${work}"
+	local previous
+	previous="$(docker image inspect -f '{{.Id}}' "${IMAGE}" 2>/dev/null || true)"
 	step node-image node_image "${work}" "${hash}"
+	# The image this one replaces is 1 GB; drop it unless a container (a running cluster) uses it.
+	[[ -z "${previous}" ]] || docker rmi "${previous}" >/dev/null 2>&1 || true
 	log "built ${IMAGE} ($(docker image inspect -f '{{.Size}}' "${IMAGE}" | awk '{printf "%.0f MB", $1/1e6}')) in $((SECONDS - total))s"
 }
 

@@ -13,7 +13,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "${ROOT}/hack/versions.env"
 
 NODE_IMAGE="${KIND_NODE_IMAGE:-}"
-SUFFIX="$(date +%s)-$$"
+# Short: the node's name (<cluster>-control-plane) becomes a pod hostname (63 characters at most).
+SUFFIX="$(printf '%05d' "$((RANDOM % 100000))")"
 CLUSTER="tatara-smoke-${SUFFIX}"
 # A network of our own (kind's default "kind" network may be shared with other clusters), so that
 # it can be removed afterwards: kind leaves its network behind on delete.
@@ -65,7 +66,7 @@ prepare_tools() {
 node_image() {
 	if [[ -z "${NODE_IMAGE}" ]]; then
 		log "KIND_NODE_IMAGE is not set: kind's default node image (needs a registry)"
-	elif [[ "${NODE_IMAGE}" == tatara.local/kind-node:* ]]; then
+	elif [[ "${NODE_IMAGE}" == tatara.local/kind-node* ]]; then
 		KIND_NODE_IMAGE="${NODE_IMAGE}" "${ROOT}/hack/kind-node-image.sh"
 	else
 		docker image inspect "${NODE_IMAGE}" >/dev/null 2>&1 || log "${NODE_IMAGE} is not local: kind will pull it"
@@ -76,7 +77,8 @@ smoke_image() {
 	mkdir -p "${WORK}/smoke"
 	(cd "${ROOT}/hack/smoke" && GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "${WORK}/smoke/smoke" .)
 	printf 'FROM scratch\nCOPY smoke /smoke\nENTRYPOINT ["/smoke"]\nCMD ["serve"]\n' >"${WORK}/smoke/Dockerfile"
-	docker build -q -t "${SMOKE_IMAGE}" "${WORK}/smoke" >/dev/null
+	docker build -q -t "${SMOKE_IMAGE}" "${WORK}/smoke" >/dev/null 2>"${WORK}/build.log" \
+		|| { cat "${WORK}/build.log" >&2; die "docker build of ${SMOKE_IMAGE} failed"; }
 }
 
 create_cluster() {
@@ -91,6 +93,10 @@ load_image() {
 }
 
 run_pod() {
+	# The pod needs its namespace's default ServiceAccount, which the controller-manager creates
+	# shortly after the control plane is up.
+	kctl wait --for=create serviceaccount/default --timeout=60s >/dev/null \
+		|| die "the default ServiceAccount was not created"
 	kctl apply -f - >/dev/null <<EOF
 apiVersion: v1
 kind: Pod

@@ -1,20 +1,27 @@
 // Package v1alpha1 contains the Tatara API types (Project and Task) of group tatara.dev.
+// It depends only on k8s.io/api and k8s.io/apimachinery, so other modules can import it cheaply.
 // +kubebuilder:object:generate=true
 // +groupName=tatara.dev
 package v1alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
 	// GroupVersion is the group version used to register these objects.
 	GroupVersion = schema.GroupVersion{Group: "tatara.dev", Version: "v1alpha1"}
 
-	// SchemeBuilder is used to add go types to the GroupVersionKind scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	schemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
 	// AddToScheme adds the types in this group-version to the given scheme.
-	AddToScheme = SchemeBuilder.AddToScheme
+	AddToScheme = schemeBuilder.AddToScheme
 )
+
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion, &Project{}, &ProjectList{}, &Task{}, &TaskList{})
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}

@@ -103,7 +103,3 @@ func (p *Project) HasRepo(name string) bool {
 	}
 	return false
 }
-
-func init() {
-	SchemeBuilder.Register(&Project{}, &ProjectList{})
-}

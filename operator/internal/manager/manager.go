@@ -104,6 +104,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        Name + ".tatara.dev",
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,
+		// main exits right after the manager stops, so handing the lease over at once is safe
+		// and spares the next replica a full lease duration.
+		LeaderElectionReleaseOnCancel: true,
 		// Only the operator's own pods and Secrets are cached, and only the runtime ConfigMaps'
 		// namespace: an operator watching a busy cluster must not mirror every Secret.
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{

@@ -43,6 +43,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Intent calls by tool and result (recorded, idempotent, conflict).",
 		}, []string{"intent", "result"}),
 	}
-	reg.MustRegister(m.APIRequests, m.AgentPodsCreated, m.TokenSecretsCreated, m.TaskReconciles, m.IntentsRecorded)
+	reg.MustRegister(m.Collectors()...)
 	return m
+}
+
+// Collectors returns every metric, e.g. to unregister them from a shared registry.
+func (m *Metrics) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.APIRequests, m.AgentPodsCreated, m.TokenSecretsCreated, m.TaskReconciles, m.IntentsRecorded}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -15,7 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 	"tatara.dev/operator/internal/agent"
@@ -209,7 +213,7 @@ func TestMissingProjectIsAConditionUntilCreated(t *testing.T) {
 }
 
 func TestMissingRuntimeConfigMapIsAConditionUntilCreated(t *testing.T) {
-	emptyNS := "runtime-" + strings.ToLower(t.Name()[len(t.Name())-6:])
+	emptyNS := "runtime-" + rand.String(6)
 	if err := k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: emptyNS}}); err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +294,7 @@ func TestCancelDeletesPod(t *testing.T) {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("pod still there (err %v)", err)
+		return fmt.Errorf("pod still there (err %w)", err)
 	})
 }
 
@@ -322,5 +326,36 @@ func TestNamespaceEnforcesRestricted(t *testing.T) {
 	err := k8s.Create(context.Background(), pod)
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "restricted") {
 		t.Fatalf("a non-restricted pod must be rejected by Pod Security admission, got %v", err)
+	}
+}
+
+// TestSamplesAreValid creates config/samples through the API server (CRD schema validation)
+// and checks the sample Task gets its pod.
+func TestSamplesAreValid(t *testing.T) {
+	startOperator(t)
+	ns := newNamespace(t)
+	var project tatarav1.Project
+	var task tatarav1.Task
+	for file, obj := range map[string]client.Object{
+		"tatara_v1alpha1_project.yaml": &project,
+		"tatara_v1alpha1_task.yaml":    &task,
+	} {
+		raw, err := os.ReadFile(filepath.Join("..", "..", "config", "samples", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := yaml.UnmarshalStrict(raw, obj); err != nil {
+			t.Fatalf("failed to decode %s: %v", file, err)
+		}
+		obj.SetNamespace(ns)
+	}
+	for _, obj := range []client.Object{&project, &task} {
+		if err := k8s.Create(context.Background(), obj); err != nil {
+			t.Fatalf("failed to create sample %s: %v", obj.GetName(), err)
+		}
+	}
+	pod := waitPod(t, ns, task.Name)
+	if n := len(pod.Spec.InitContainers); n != 2 {
+		t.Fatalf("sample project with an agent image: %d init containers, want 2", n)
 	}
 }

@@ -177,6 +177,13 @@ func newNamespace(t testing.TB) string {
 	if err := k8s.Create(context.Background(), ns); err != nil {
 		t.Fatalf("failed to create namespace: %v", err)
 	}
+	// envtest has no garbage collector or namespace controller: delete this test's Tasks so
+	// the next test's operator does not find work left over from this one.
+	t.Cleanup(func() {
+		if err := k8s.DeleteAllOf(context.Background(), &tatarav1.Task{}, client.InNamespace(name)); err != nil {
+			t.Errorf("failed to delete tasks of namespace %s: %v", name, err)
+		}
+	})
 	return name
 }
 
