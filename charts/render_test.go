@@ -556,3 +556,45 @@ func TestRenderIsDeterministic(t *testing.T) {
 		})
 	}
 }
+
+// TestSchemasAreClosed: every object with named properties in a values.schema.json sets
+// additionalProperties: false, so no typo anywhere in values passes silently.
+func TestSchemasAreClosed(t *testing.T) {
+	for _, chart := range chartNames {
+		t.Run(chart, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join(chartDir(t, chart), "values.schema.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var schema map[string]any
+			if err := json.Unmarshal(data, &schema); err != nil {
+				t.Fatalf("values.schema.json does not parse: %v", err)
+			}
+			var walk func(s map[string]any, path string)
+			walk = func(s map[string]any, path string) {
+				if props, ok := s["properties"].(map[string]any); ok {
+					if s["additionalProperties"] != false {
+						t.Errorf("%s: an object with properties allows additional properties", path)
+					}
+					for name, p := range props {
+						if p, ok := p.(map[string]any); ok {
+							walk(p, path+"/"+name)
+						}
+					}
+				}
+				for _, k := range []string{"definitions", "additionalProperties"} {
+					if sub, ok := s[k].(map[string]any); ok {
+						if k == "definitions" {
+							for name, d := range sub {
+								walk(d.(map[string]any), path+"/definitions/"+name)
+							}
+						} else {
+							walk(sub, path+"/*")
+						}
+					}
+				}
+			}
+			walk(schema, "#")
+		})
+	}
+}

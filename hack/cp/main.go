@@ -25,7 +25,7 @@ func copyFile(src, dst string) error {
 	if err != nil {
 		return fmt.Errorf("failed to open source %q: %w", src, err)
 	}
-	defer in.Close()
+	defer func() { _ = in.Close() }() // read-only: a close error loses nothing
 	info, err := in.Stat()
 	if err != nil {
 		return fmt.Errorf("failed to stat source %q: %w", src, err)

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -91,19 +92,28 @@ type scalar struct {
 
 func (s scalar) String() string { return fmt.Sprintf("%s:%d", s.file, s.line) }
 
-func readYAML(root, rel string) (*yaml.Node, []byte, error) {
+// readYAML parses a file and returns the root mapping of its one document; a multi-document file
+// (helmfile.yaml keeps environments in a part of their own) yields the first document that has
+// the key want.
+func readYAML(root, rel, want string) (*yaml.Node, error) {
 	data, err := os.ReadFile(filepath.Join(root, rel))
 	if err != nil {
-		return nil, nil, fmt.Errorf("failed to read %q: %w", rel, err)
+		return nil, fmt.Errorf("failed to read %q: %w", rel, err)
 	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, nil, fmt.Errorf("failed to parse %q: %w", rel, err)
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for {
+		var doc yaml.Node
+		err := dec.Decode(&doc)
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("failed to load %q: no YAML document has %q", rel, want)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("failed to parse %q: %w", rel, err)
+		}
+		if len(doc.Content) == 1 && lookup(doc.Content[0], want) != nil {
+			return doc.Content[0], nil
+		}
 	}
-	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {
-		return nil, nil, fmt.Errorf("failed to parse %q: want one YAML document", rel)
-	}
-	return doc.Content[0], data, nil
 }
 
 // lookup follows mapping keys from n and returns the node found, or nil.
@@ -161,7 +171,7 @@ func Load(root string) (*State, error) {
 	for _, c := range Components {
 		for _, name := range c.Charts {
 			rel := filepath.ToSlash(filepath.Join("charts", name, "Chart.yaml"))
-			doc, _, err := readYAML(root, rel)
+			doc, err := readYAML(root, rel, "version")
 			if err != nil {
 				return nil, err
 			}
@@ -180,7 +190,7 @@ func Load(root string) (*State, error) {
 		}
 	}
 
-	doc, _, err := readYAML(root, HelmfilePath)
+	doc, err := readYAML(root, HelmfilePath, "releases")
 	if err != nil {
 		return nil, err
 	}
@@ -209,7 +219,7 @@ func Load(root string) (*State, error) {
 		st.Releases = append(st.Releases, rel)
 	}
 
-	env, _, err := readYAML(root, KindEnvPath)
+	env, err := readYAML(root, KindEnvPath, "project")
 	if err != nil {
 		return nil, err
 	}
