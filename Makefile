@@ -188,13 +188,9 @@ helmfile: ## Install the pinned helmfile into the cache; print its path.
 # Images `make images` builds: <registry>/<name>:<version>, the version being the component's.
 IMAGE_REGISTRY ?= tatara.local
 IMAGE_NAMES := tatara-cli tatara-wrapper tatara-operator tatara-agent-standin
-tatara-cli_BINARY := tatara
 tatara-cli_VERSION := $(CLI_VERSION)
-tatara-wrapper_BINARY := wrapper
 tatara-wrapper_VERSION := $(WRAPPER_VERSION)
-tatara-operator_BINARY := operator
 tatara-operator_VERSION := $(OPERATOR_VERSION)
-tatara-agent-standin_BINARY := agent-standin
 tatara-agent-standin_VERSION := $(AGENT_STANDIN_VERSION)
 IMAGE_REFS := $(foreach i,$(IMAGE_NAMES),$(IMAGE_REGISTRY)/$(i):$($(i)_VERSION))
 IMAGE_CONTEXT := $(BIN_DIR)/image-context
@@ -229,6 +225,10 @@ bump: ## Bump a component everywhere: make bump COMPONENT=cli|wrapper|operator V
 .PHONY: sync-crds
 sync-crds: ## Copy the operator's generated CRDs and RBAC rules into the tatara-operator chart (make test checks).
 	@cd charts && go run ./cmd/syncoperator --root ..
+
+.PHONY: chart-snapshots
+chart-snapshots: ## Rewrite charts/testdata/snapshots after a reviewed template change.
+	cd charts && UPDATE_SNAPSHOTS=1 go test . -run TestDefaultRenderSnapshots -count=1
 
 .PHONY: monitoring-crds
 monitoring-crds: ## Regenerate the prometheus-operator CRDs the chart tests dry-run against.

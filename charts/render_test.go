@@ -53,7 +53,7 @@ func fullProjectValues() map[string]any {
 			"cli":      map[string]any{"url": "https://git.example.com/tatara/cli.git"},
 		},
 		"agent": map[string]any{
-			"image":                "tatara.local/tatara-agent-standin:0.1.0",
+			"image":                "tatara.local/tatara-agent-standin:0.0.0-test",
 			"binaryPath":           "/agent",
 			"extraEnvs":            map[string]any{"TATARA_TOOL_PROFILE": "review", "LOG_LEVEL": "debug"},
 			"resources":            map[string]any{"requests": map[string]any{"cpu": "100m", "memory": "256Mi"}, "limits": map[string]any{"memory": "2Gi"}},
@@ -307,7 +307,7 @@ func TestProjectMapsBecomeSortedLists(t *testing.T) {
 		t.Errorf("repos %v, want [cli operator] (sorted by key)", names)
 	}
 	agent := nested(t, p, "spec", "agent").(map[string]any)
-	if agent["image"] != "tatara.local/tatara-agent-standin:0.1.0" || agent["binaryPath"] != "/agent" {
+	if agent["image"] != "tatara.local/tatara-agent-standin:0.0.0-test" || agent["binaryPath"] != "/agent" {
 		t.Errorf("agent %v lacks image/binaryPath", agent)
 	}
 	envs := agent["extraEnvs"].([]any)

@@ -32,22 +32,28 @@ func helmfilePins(t *testing.T) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var hf struct {
-		Releases []struct {
-			Name   string           `json:"name"`
-			Values []map[string]any `json:"values"`
-		} `json:"releases"`
-	}
-	if err := yaml.Unmarshal(raw, &hf); err != nil {
-		t.Fatalf("helmfile.yaml: %v", err)
-	}
 	pins := map[string]string{}
-	for _, rel := range hf.Releases {
-		for _, v := range rel.Values {
-			if img, ok := v["image"].(map[string]any); ok {
-				pins[rel.Name] = fmt.Sprint(img["tag"])
+	// helmfile v1 files are multi-document: environments first, releases after a "---".
+	for _, doc := range strings.Split(string(raw), "\n---") {
+		var hf struct {
+			Releases []struct {
+				Name   string           `json:"name"`
+				Values []map[string]any `json:"values"`
+			} `json:"releases"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &hf); err != nil {
+			t.Fatalf("helmfile.yaml: %v", err)
+		}
+		for _, rel := range hf.Releases {
+			for _, v := range rel.Values {
+				if img, ok := v["image"].(map[string]any); ok {
+					pins[rel.Name] = fmt.Sprint(img["tag"])
+				}
 			}
 		}
+	}
+	if len(pins) < 3 {
+		t.Fatalf("found image pins for %d releases in helmfile.yaml, want the cli, wrapper and operator: %v", len(pins), pins)
 	}
 	return pins
 }

@@ -1,0 +1,81 @@
+package charts_test
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+)
+
+// manifest renders a chart to the text `helm template` prints.
+func manifest(t *testing.T, name string, vals map[string]any) string {
+	t.Helper()
+	chrt, err := loader.Load(chartDir(t, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst := action.NewInstall(&action.Configuration{Log: t.Logf})
+	inst.DryRun, inst.ClientOnly, inst.Replace = true, true, true
+	inst.ReleaseName, inst.Namespace = name, namespaceOf[name]
+	inst.KubeVersion, _ = chartutil.ParseKubeVersion("v1.34.4")
+	if vals == nil {
+		vals = map[string]any{}
+	}
+	rel, err := inst.Run(chrt, vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The chart version moves with every bump; the snapshot pins the shape, not the version.
+	return strings.ReplaceAll(rel.Manifest, chrt.Metadata.Version, "VERSION")
+}
+
+// TestDefaultRenderSnapshots keeps each chart's default render (and the monitoring render) in
+// testdata/snapshots, so a template change shows up as a reviewable diff.
+// UPDATE_SNAPSHOTS=1 go test ./... -run TestDefaultRenderSnapshots rewrites them.
+func TestDefaultRenderSnapshots(t *testing.T) {
+	for _, tc := range renderCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			got := manifest(t, tc.chart, tc.vals)
+			path := filepath.Join(repoRoot(t), "charts", "testdata", "snapshots", strings.ReplaceAll(tc.name, "/", "_")+".yaml")
+			if os.Getenv("UPDATE_SNAPSHOTS") == "1" {
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("missing snapshot %s: run `make chart-snapshots` and review the result", path)
+			}
+			if string(want) != got {
+				t.Fatalf("render of %s differs from %s: review the change, then run `make chart-snapshots`\n%s", tc.name, path, firstDiff(string(want), got))
+			}
+		})
+	}
+}
+
+// firstDiff shows the first differing line with a little context.
+func firstDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := 0; i < len(w) || i < len(g); i++ {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl {
+			return "line " + strconv.Itoa(i+1) + ":\n- " + wl + "\n+ " + gl
+		}
+	}
+	return ""
+}
