@@ -47,7 +47,7 @@ test: vet ## Unit and integration tests of every module.
 
 .PHONY: bench
 bench: ## Benchmarks; each prints its figures (ratios against an in-process baseline).
-	@for m in $(MODULES); do echo "== bench $$m"; (cd $$m && go test -run '^$$' -bench . -benchtime 1x -v ./... | grep -vE '^(=== RUN|goos|goarch|pkg|cpu|PASS|ok )'); done
+	@for m in $(MODULES); do echo "== bench $$m"; (cd $$m && go test -run '^$$' -bench . -benchtime 1x -v ./... | grep --line-buffered -vE '^(=== RUN|goos|goarch|pkg|cpu|PASS|ok )'); done
 
 .PHONY: docs
 docs: ## Regenerate cli/docs/tools.md from the tool catalog.
@@ -127,7 +127,7 @@ e2e: ## The main job: images, a kind cluster, helmfile sync (env kind), the e2e 
 	echo "== e2e: images"; $(MAKE) -s images; \
 	echo "== e2e: suite"; \
 	cd e2e && KIND_NODE_IMAGE="$(KIND_NODE_IMAGE)" E2E_IMAGES="$(IMAGE_REFS)" \
-		go test -tags e2e -count=1 -v -timeout $(E2E_TIMEOUT) ./suite/ 2>&1 | grep -vE '^=== (RUN|PAUSE|CONT)'; \
+		go test -tags e2e -count=1 -v -timeout $(E2E_TIMEOUT) ./suite/ 2>&1 | grep --line-buffered -vE '^=== (RUN|PAUSE|CONT)'; \
 	rc=$${PIPESTATUS[0]}; echo "== e2e: total $$(( $$(date +%s) - start ))s (exit $$rc)"; exit $$rc
 
 ##@ Tools (pinned in hack/versions.env, cached under $(TATARA_CACHE))

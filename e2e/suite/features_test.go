@@ -38,7 +38,7 @@ func helmfilePins(t *testing.T) map[string]string {
 		var hf struct {
 			Releases []struct {
 				Name   string           `json:"name"`
-				Values []map[string]any `json:"values"`
+				Values []any `json:"values"` // inline maps and values-file paths
 			} `json:"releases"`
 		}
 		if err := yaml.Unmarshal([]byte(doc), &hf); err != nil {
@@ -46,7 +46,8 @@ func helmfilePins(t *testing.T) map[string]string {
 		}
 		for _, rel := range hf.Releases {
 			for _, v := range rel.Values {
-				if img, ok := v["image"].(map[string]any); ok {
+				inline, _ := v.(map[string]any)
+				if img, ok := inline["image"].(map[string]any); ok {
 					pins[rel.Name] = fmt.Sprint(img["tag"])
 				}
 			}

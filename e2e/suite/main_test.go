@@ -164,7 +164,10 @@ func tearDown(ctx context.Context, cfg *envconf.Config) (context.Context, error)
 			clusterName, cfg.KubeconfigFile(), clusterName, clusterName)
 		return ctx, nil
 	}
-	ctx, err := envfuncs.DestroyCluster(clusterName)(ctx, cfg)
+	var err error
+	if _, created := envfuncs.GetClusterFromContext(ctx, clusterName); created {
+		ctx, err = envfuncs.DestroyCluster(clusterName)(ctx, cfg)
+	}
 	if out, nerr := exec.Command("docker", "network", "rm", clusterName).CombinedOutput(); nerr != nil {
 		logf("failed to remove docker network %s: %v %s", clusterName, nerr, out)
 	}
