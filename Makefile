@@ -47,7 +47,7 @@ test: vet ## Unit and integration tests of every module.
 
 .PHONY: bench
 bench: ## Benchmarks; each prints its figures (ratios against an in-process baseline).
-	@for m in $(MODULES); do echo "== bench $$m"; (cd $$m && go test -run '^$$' -bench . -benchtime 1x -v ./... | grep -vE '^(=== RUN|goos|goarch|pkg|cpu|PASS|ok )'); done
+	@for m in $(MODULES); do echo "== bench $$m"; (cd $$m && go test -run '^$$' -bench . -benchtime 1x -v ./... | grep --line-buffered -vE '^(=== RUN|goos|goarch|pkg|cpu|PASS|ok )'); done
 
 .PHONY: docs
 docs: ## Regenerate cli/docs/tools.md from the tool catalog.
@@ -112,6 +112,23 @@ fuzz: ## Run every fuzz target for FUZZTIME each (CI: FUZZTIME=10s).
 		(cd $$mod && go test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) ./$${pkg#*/}); \
 	done
 
+##@ End to end
+
+# KIND_NODE_IMAGE empty = kind's default node image (a laptop); tatara.local/kind-node:<version> =
+# the node image built here from Go modules and Debian packages (machines that cannot pull images).
+E2E_TIMEOUT ?= 60m
+
+.PHONY: e2e
+e2e: ## The main job: images, a kind cluster, helmfile sync (env kind), the e2e suite, tear down.
+	@start=$$(date +%s); \
+	echo "== e2e: node image $${KIND_NODE_IMAGE:-kind default}"; \
+	case "$(KIND_NODE_IMAGE)" in tatara.local/kind-node:*) $(MAKE) -s kind-node-image KIND_NODE_IMAGE=$(KIND_NODE_IMAGE);; esac; \
+	echo "== e2e: tools"; hack/tools.sh kind >/dev/null; hack/tools.sh helm >/dev/null; hack/tools.sh helmfile >/dev/null; \
+	echo "== e2e: images"; $(MAKE) -s images; \
+	echo "== e2e: suite"; \
+	cd e2e && KIND_NODE_IMAGE="$(KIND_NODE_IMAGE)" E2E_IMAGES="$(IMAGE_REFS)" \
+		go test -tags e2e -count=1 -v -timeout $(E2E_TIMEOUT) ./suite/ 2>&1 | grep --line-buffered -vE '^=== (RUN|PAUSE|CONT)'; \
+	rc=$${PIPESTATUS[0]}; echo "== e2e: total $$(( $$(date +%s) - start ))s (exit $$rc)"; exit $$rc
 
 ##@ Tools (pinned in hack/versions.env, cached under $(TATARA_CACHE))
 
@@ -262,4 +279,3 @@ $(CONTROLLER_GEN):
 	GOBIN=$(@D) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
 
 tools: $(CONTROLLER_GEN)
-

@@ -1,0 +1,391 @@
+//go:build e2e
+
+package suite
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/e2e-framework/klient/k8s"
+	"sigs.k8s.io/e2e-framework/klient/wait"
+	"sigs.k8s.io/e2e-framework/klient/wait/conditions"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+	"sigs.k8s.io/yaml"
+
+	tatarav1 "tatara.dev/operator/api/v1alpha1"
+)
+
+// helmfilePins reads the image tag each release pins in helmfile/helmfile.yaml.
+func helmfilePins(t *testing.T) map[string]string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(repoRoot, "helmfile", "helmfile.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pins := map[string]string{}
+	// helmfile v1 files are multi-document: environments first, releases after a "---".
+	for _, doc := range strings.Split(string(raw), "\n---") {
+		var hf struct {
+			Releases []struct {
+				Name   string           `json:"name"`
+				Values []any `json:"values"` // inline maps and values-file paths
+			} `json:"releases"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &hf); err != nil {
+			t.Fatalf("helmfile.yaml: %v", err)
+		}
+		for _, rel := range hf.Releases {
+			for _, v := range rel.Values {
+				inline, _ := v.(map[string]any)
+				if img, ok := inline["image"].(map[string]any); ok {
+					pins[rel.Name] = fmt.Sprint(img["tag"])
+				}
+			}
+		}
+	}
+	if len(pins) < 3 {
+		t.Fatalf("found image pins for %d releases in helmfile.yaml, want the cli, wrapper and operator: %v", len(pins), pins)
+	}
+	return pins
+}
+
+func TestInstall(t *testing.T) {
+	f := features.New("install").
+		Assess("the operator Deployment is Available", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			r, _ := clients(t, cfg)
+			dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "tatara-operator", Namespace: systemNamespace}}
+			if err := wait.For(conditions.New(r).DeploymentConditionMatch(dep, appsv1.DeploymentAvailable, corev1.ConditionTrue),
+				wait.WithTimeout(waitTimeout)); err != nil {
+				t.Fatalf("operator not Available: %v", err)
+			}
+			return ctx
+		}).
+		Assess("the Project and Task CRDs are Established", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			r, _ := clients(t, cfg)
+			if err := apiextv1.AddToScheme(r.GetScheme()); err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range []string{"projects.tatara.dev", "tasks.tatara.dev"} {
+				crd := &apiextv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: name}}
+				err := wait.For(conditions.New(r).ResourceMatch(crd, func(obj k8s.Object) bool {
+					for _, c := range obj.(*apiextv1.CustomResourceDefinition).Status.Conditions {
+						if c.Type == apiextv1.Established && c.Status == apiextv1.ConditionTrue {
+							return true
+						}
+					}
+					return false
+				}), wait.WithTimeout(waitTimeout))
+				if err != nil {
+					t.Errorf("CRD %s not Established: %v", name, err)
+				}
+			}
+			return ctx
+		}).
+		Assess("the runtime ConfigMaps carry the images helmfile pins", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			r, _ := clients(t, cfg)
+			pins := helmfilePins(t)
+			for cm, release := range map[string]string{"tatara-cli-runtime": "tatara-cli", "tatara-wrapper-runtime": "tatara-wrapper"} {
+				var got corev1.ConfigMap
+				if err := r.Get(ctx, cm, systemNamespace, &got); err != nil {
+					t.Errorf("ConfigMap %s: %v", cm, err)
+					continue
+				}
+				want := fmt.Sprintf("tatara.local/%s:%s", release, pins[release])
+				if pins[release] == "" || got.Data["image"] != want {
+					t.Errorf("ConfigMap %s image = %q, want %q (helmfile pin)", cm, got.Data["image"], want)
+				}
+			}
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}
+
+// TestGatingPerProfile: a brainstorm and an implement Task get pods whose cli registers exactly
+// their profile: env from the kind, startup log, gauge and the agent's own tools/list.
+func TestGatingPerProfile(t *testing.T) {
+	tasks := map[tatarav1.TaskKind]*tatarav1.Task{}
+	f := features.New("gating per profile").
+		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			r, _ := clients(t, cfg)
+			for _, kind := range []tatarav1.TaskKind{tatarav1.KindBrainstorm, tatarav1.KindImplement} {
+				task := newTask("gating-"+strings.ToLower(string(kind)), kindProject, kind, gatingScript(wantTools[kind].profile))
+				if err := r.Create(ctx, task); err != nil {
+					t.Fatal(err)
+				}
+				tasks[kind] = task
+			}
+			return ctx
+		}).
+		Assess("each pod registers exactly its kind's profile", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			r, cs := clients(t, cfg)
+			for kind, task := range tasks {
+				want := wantTools[kind]
+				pod := runningAgentPod(ctx, t, r, cs, task, "tools verified for profile "+want.profile)
+				for _, name := range []string{"cli", "wrapper"} {
+					c, ok := container(pod, name)
+					if !ok {
+						t.Fatalf("pod %s has no %s container", pod.Name, name)
+					}
+					if got := envValues(c, "TATARA_TOOL_PROFILE"); len(got) != 1 || got[0] != want.profile {
+						t.Errorf("pod %s container %s TATARA_TOOL_PROFILE = %v, want [%s]", pod.Name, name, got, want.profile)
+					}
+				}
+				starts := logRecords(t, podLogs(ctx, cs, pod, "cli"), func(rec map[string]any) bool { return rec["msg"] == "mcp server started" })
+				if len(starts) != 1 || starts[0]["profile"] != want.profile || starts[0]["resolved_profile"] != want.profile ||
+					starts[0]["registered_tools"] != float64(want.count) {
+					t.Errorf("pod %s cli startup log = %v, want profile=%s registered_tools=%d", pod.Name, starts, want.profile, want.count)
+				}
+				checkGauge(ctx, t, cs, pod, want.profile, want.count)
+				if want.count >= 63 {
+					t.Errorf("profile %s must register fewer tools than the fail-open 63", want.profile)
+				}
+			}
+			return ctx
+		}).
+		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			r, _ := clients(t, cfg)
+			for _, task := range tasks {
+				deleteTasks(ctx, t, r, task)
+			}
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}
+
+// TestEveryKind: one Task per CRD kind; each pod's gauge is exactly its profile's count.
+func TestEveryKind(t *testing.T) {
+	var tasks []*tatarav1.Task
+	f := features.New("every task kind").
+		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			r, _ := clients(t, cfg)
+			for _, kind := range tatarav1.TaskKinds {
+				task := newTask("kind-"+strings.ToLower(string(kind)), kindProject, kind, gatingScript(wantTools[kind].profile))
+				if err := r.Create(ctx, task); err != nil {
+					t.Fatal(err)
+				}
+				tasks = append(tasks, task)
+			}
+			return ctx
+		}).
+		Assess("each kind's pod registers its profile's count", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			r, cs := clients(t, cfg)
+			if len(tasks) != len(wantTools) {
+				t.Fatalf("%d CRD kinds, but the suite knows %d", len(tasks), len(wantTools))
+			}
+			for _, task := range tasks {
+				want, ok := wantTools[task.Spec.Kind]
+				if !ok {
+					t.Fatalf("no expected profile for kind %s", task.Spec.Kind)
+				}
+				pod := runningAgentPod(ctx, t, r, cs, task, "tools verified for profile "+want.profile)
+				checkGauge(ctx, t, cs, pod, want.profile, want.count)
+				t.Logf("kind %-15s profile %-12s pod %s: %d tools", task.Spec.Kind, want.profile, pod.Name, want.count)
+			}
+			return ctx
+		}).
+		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			r, _ := clients(t, cfg)
+			deleteTasks(ctx, t, r, tasks...)
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}
+
+// projectWithProfile copies the helmfile-deployed Project and sets TATARA_TOOL_PROFILE in its
+// extraEnvs, which the operator appends after the kind's profile.
+func projectWithProfile(ctx context.Context, t *testing.T, cfg *envconf.Config, name, profile string) *tatarav1.Project {
+	t.Helper()
+	r, _ := clients(t, cfg)
+	var base tatarav1.Project
+	if err := r.Get(ctx, kindProject, agentNamespace, &base); err != nil {
+		t.Fatalf("project %s: %v", kindProject, err)
+	}
+	p := &tatarav1.Project{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: agentNamespace}, Spec: *base.Spec.DeepCopy()}
+	p.Spec.Agent.ExtraEnvs = append(p.Spec.Agent.ExtraEnvs, corev1.EnvVar{Name: "TATARA_TOOL_PROFILE", Value: profile})
+	if err := r.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestOverrideAndFailOpen: a Project's extraEnvs entry overrides the kind's profile (the later
+// duplicate wins on the real kubelet); an unknown profile fails open to every tool with a WARN.
+func TestOverrideAndFailOpen(t *testing.T) {
+	var projects []*tatarav1.Project
+	var override, unknown *tatarav1.Task
+	f := features.New("override and fail-open").
+		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			r, _ := clients(t, cfg)
+			projects = append(projects, projectWithProfile(ctx, t, cfg, "override-review", "review"),
+				projectWithProfile(ctx, t, cfg, "override-unknown", "no-such-profile"))
+			override = newTask("override-review", "override-review", tatarav1.KindImplement, gatingScript("review"))
+			unknown = newTask("override-unknown", "override-unknown", tatarav1.KindImplement, gatingScript("no-such-profile"))
+			for _, task := range []*tatarav1.Task{override, unknown} {
+				if err := r.Create(ctx, task); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return ctx
+		}).
+		Assess("extraEnvs TATARA_TOOL_PROFILE=review wins over the implement kind", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			r, cs := clients(t, cfg)
+			pod := runningAgentPod(ctx, t, r, cs, override, "tools verified for profile review")
+			c, _ := container(pod, "cli")
+			if got := envValues(c, "TATARA_TOOL_PROFILE"); len(got) != 2 || got[0] != "implement" || got[1] != "review" {
+				t.Errorf("cli env TATARA_TOOL_PROFILE entries = %v, want [implement review] (profile first, extras last)", got)
+			}
+			checkGauge(ctx, t, cs, pod, "review", 39)
+			return ctx
+		}).
+		Assess("an unknown profile serves all 63 tools, labels the gauge all and logs a WARN", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			r, cs := clients(t, cfg)
+			pod := runningAgentPod(ctx, t, r, cs, unknown, "tools verified for profile no-such-profile")
+			checkGauge(ctx, t, cs, pod, "all", 63)
+			warns := logRecords(t, podLogs(ctx, cs, pod, "cli"), func(rec map[string]any) bool {
+				return rec["level"] == "WARN" && rec["profile"] == "no-such-profile" && strings.Contains(fmt.Sprint(rec["msg"]), "fail-open")
+			})
+			if len(warns) != 1 {
+				t.Errorf("cli log has %d fail-open WARN lines for profile no-such-profile, want 1", len(warns))
+			}
+			return ctx
+		}).
+		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			r, _ := clients(t, cfg)
+			deleteTasks(ctx, t, r, override, unknown)
+			for _, p := range projects {
+				_ = r.Delete(ctx, p)
+			}
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}
+
+// TestReportInternalIssue: one report, observed twice on purpose: the cli logs and counts it
+// when it handles the call, the wrapper when it reads the tool_use in the transcript.
+func TestReportInternalIssue(t *testing.T) {
+	var task *tatarav1.Task
+	reports := []struct{ category, severity, level string }{
+		{"tool_error", "error", "ERROR"},
+		{"workspace_broken", "warn", "WARN"},
+	}
+	f := features.New("report_internal_issue end to end").
+		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			r, _ := clients(t, cfg)
+			var steps []string
+			for _, rep := range reports {
+				steps = append(steps, fmt.Sprintf(`call report_internal_issue {"category":%q,"severity":%q,"description":"e2e %s report","offending_tool":"code_search","resource_id":"demo"}`,
+					rep.category, rep.severity, rep.severity))
+			}
+			task = newTask("report-issue", kindProject, tatarav1.KindBrainstorm, gatingScript("brainstorm", append(steps, "say reports sent")...))
+			if err := r.Create(ctx, task); err != nil {
+				t.Fatal(err)
+			}
+			return ctx
+		}).
+		Assess("the cli and the wrapper each log and count every report at its severity", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			r, cs := clients(t, cfg)
+			pod := runningAgentPod(ctx, t, r, cs, task, "reports sent")
+			// The wrapper reads the transcript asynchronously: wait until it has seen both.
+			var wrapperLog string
+			_ = wait.For(func(ctx context.Context) (bool, error) {
+				wrapperLog = podLogs(ctx, cs, pod, "wrapper")
+				return strings.Count(wrapperLog, "internal_issue_report") >= len(reports), nil
+			}, wait.WithContext(ctx), wait.WithTimeout(time.Minute))
+			cliLog := podLogs(ctx, cs, pod, "cli")
+			cliMetrics := scrape(ctx, t, cs, pod, cliMetricsPort)
+			wrapperMetrics := scrape(ctx, t, cs, pod, wrapperPort)
+			for _, rep := range reports {
+				labels := map[string]string{"category": rep.category, "severity": rep.severity}
+				if got, _ := sample(cliMetrics, "tatara_mcp_internal_issue_total", labels); got != 1 {
+					t.Errorf("cli tatara_mcp_internal_issue_total%v = %v, want 1", labels, got)
+				}
+				if got, _ := sample(wrapperMetrics, "tatara_wrapper_internal_issue_total", labels); got != 1 {
+					t.Errorf("wrapper tatara_wrapper_internal_issue_total%v = %v, want 1", labels, got)
+				}
+				cliLines := logRecords(t, cliLog, func(rec map[string]any) bool {
+					return rec["msg"] == "internal issue reported" && rec["category"] == rep.category
+				})
+				if len(cliLines) != 1 || cliLines[0]["level"] != rep.level || cliLines[0]["severity"] != rep.severity ||
+					cliLines[0]["task"] != task.Name || cliLines[0]["project"] != kindProject || cliLines[0]["offending_tool"] != "code_search" {
+					t.Errorf("cli log lines for %s = %v, want one %s line with task, project and offending_tool", rep.category, cliLines, rep.level)
+				}
+				wrapperLines := logRecords(t, wrapperLog, func(rec map[string]any) bool {
+					return rec["action"] == "internal_issue_report" && rec["category"] == rep.category
+				})
+				if len(wrapperLines) != 1 || wrapperLines[0]["level"] != rep.level || wrapperLines[0]["severity"] != rep.severity ||
+					wrapperLines[0]["resource_id"] != "demo" {
+					t.Errorf("wrapper log lines for %s = %v, want one %s line with action=internal_issue_report", rep.category, wrapperLines, rep.level)
+				}
+			}
+			return ctx
+		}).
+		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			r, _ := clients(t, cfg)
+			deleteTasks(ctx, t, r, task)
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}
+
+// TestTerminalIntent: an implement agent records change_summary then pr_outcome through the
+// cli; the operator records both and the Task ends Succeeded with the outcome in its status.
+func TestTerminalIntent(t *testing.T) {
+	var task *tatarav1.Task
+	f := features.New("terminal intent").
+		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			r, _ := clients(t, cfg)
+			script := strings.Join([]string{
+				"list-tools",
+				"expect " + toolsLine(profileToolNames("implement")),
+				`call change_summary {"summary":"e2e: add the widget"}`,
+				"expect recorded",
+				`call pr_outcome {"outcome":"opened","url":"https://git.example.com/tatara/demo/merge_requests/1"}`,
+				"say done",
+				"exit 0",
+			}, "\n")
+			task = newTask("terminal-intent", kindProject, tatarav1.KindImplement, script)
+			if err := r.Create(ctx, task); err != nil {
+				t.Fatal(err)
+			}
+			return ctx
+		}).
+		Assess("the Task ends Succeeded with the pr_outcome and the change summary recorded", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			r, _ := clients(t, cfg)
+			var cur tatarav1.Task
+			err := wait.For(func(ctx context.Context) (bool, error) {
+				if err := r.Get(ctx, task.Name, task.Namespace, &cur); err != nil {
+					return false, err
+				}
+				return cur.Status.Phase.Terminal(), nil
+			}, wait.WithContext(ctx), wait.WithTimeout(waitTimeout), wait.WithInterval(2*time.Second))
+			if err != nil {
+				t.Fatalf("task never reached a final phase: %v; status %+v", err, cur.Status)
+			}
+			if cur.Status.Phase != tatarav1.PhaseSucceeded {
+				t.Errorf("phase = %s, want Succeeded; conditions %+v", cur.Status.Phase, cur.Status.Conditions)
+			}
+			if cur.Status.Outcome == nil || cur.Status.Outcome.Intent != "pr_outcome" || cur.Status.Outcome.Value != "opened" {
+				t.Errorf("outcome = %+v, want pr_outcome opened", cur.Status.Outcome)
+			}
+			if !strings.Contains(cur.Status.ChangeSummary, "add the widget") {
+				t.Errorf("changeSummary = %q", cur.Status.ChangeSummary)
+			}
+			return ctx
+		}).
+		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			r, _ := clients(t, cfg)
+			deleteTasks(ctx, t, r, task)
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}

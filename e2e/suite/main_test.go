@@ -1,0 +1,175 @@
+//go:build e2e
+
+// Package suite is the end-to-end suite: it creates a kind cluster, loads the locally built
+// images, deploys every release with the production helmfile (environment kind) and proves the
+// tool-surface contract on real pods. Run it with `make e2e`.
+package suite
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/e2e-framework/pkg/env"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/envfuncs"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+	"sigs.k8s.io/e2e-framework/support"
+	"sigs.k8s.io/e2e-framework/support/kind"
+)
+
+var (
+	testenv     env.Environment
+	clusterName string
+	repoRoot    string
+	suiteStart  = time.Now()
+	logsDir     string
+)
+
+func TestMain(m *testing.M) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "failed to find the repository root:", err)
+		os.Exit(1)
+	}
+	repoRoot = root
+	images := strings.Fields(os.Getenv("E2E_IMAGES"))
+	if len(images) == 0 {
+		fmt.Fprintln(os.Stderr, "E2E_IMAGES is empty: run the suite with `make e2e`, which builds the images and passes their references")
+		os.Exit(1)
+	}
+	clusterName = envconf.RandomName("tatara-e2e", 16)
+	logsDir = filepath.Join(repoRoot, "e2e-logs", clusterName)
+	// A network of its own, removed at the end: kind leaves its docker network behind.
+	if err := os.Setenv("KIND_EXPERIMENTAL_DOCKER_NETWORK", clusterName); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+
+	opts := []support.ClusterOpts{kind.WithPath(filepath.Join(repoRoot, "hack", "kind.sh"))}
+	if img := os.Getenv("KIND_NODE_IMAGE"); img != "" {
+		opts = append(opts, kind.WithImage(img))
+	}
+	testenv = env.NewWithConfig(envconf.New())
+	testenv.Setup(
+		phase("create kind cluster "+clusterName, envfuncs.CreateClusterWithOpts(kind.NewProvider(), clusterName, opts...)),
+		phase("load images", loadImages(images)),
+		phase("helmfile sync (environment kind)", helmfileSync),
+	)
+	testenv.AfterEachFeature(func(ctx context.Context, cfg *envconf.Config, t *testing.T, f features.Feature) (context.Context, error) {
+		if t.Failed() {
+			exportLogs(ctx, cfg, f.Name())
+		}
+		return ctx, nil
+	})
+	testenv.Finish(phase("tear down", tearDown))
+	code := testenv.Run(m)
+	result := "PASS"
+	if code != 0 {
+		result = "FAIL"
+	}
+	logf("e2e %s in %s", result, time.Since(suiteStart).Round(time.Second))
+	os.Exit(code)
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "[e2e %s +%4ds] %s\n", time.Now().UTC().Format("15:04:05"), int(time.Since(suiteStart).Seconds()), fmt.Sprintf(format, args...))
+}
+
+// phase wraps a setup step so that the run prints what it does and how long it took.
+func phase(name string, fn env.Func) env.Func {
+	return func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+		logf("phase %s ...", name)
+		start := time.Now()
+		ctx, err := fn(ctx, cfg)
+		if err != nil {
+			logf("phase %s FAILED after %s: %v", name, time.Since(start).Round(time.Second), err)
+			exportLogs(ctx, cfg, "setup")
+			return ctx, fmt.Errorf("phase %s: %w", name, err)
+		}
+		logf("phase %s: ok in %s", name, time.Since(start).Round(time.Second))
+		return ctx, nil
+	}
+}
+
+func loadImages(images []string) env.Func {
+	return func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+		for _, img := range images {
+			var err error
+			if ctx, err = envfuncs.LoadImageToCluster(clusterName, img)(ctx, cfg); err != nil {
+				return ctx, fmt.Errorf("failed to load image %q: %w", img, err)
+			}
+			logf("  loaded %s", img)
+		}
+		return ctx, nil
+	}
+}
+
+// helmfileSync deploys with the same helmfile as production. `sync`, not `apply`: apply needs
+// the helm-diff plugin, which an air-gapped machine cannot install; both install the same releases.
+func helmfileSync(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+	helm, err := tool("helm")
+	if err != nil {
+		return ctx, err
+	}
+	helmfile, err := tool("helmfile")
+	if err != nil {
+		return ctx, err
+	}
+	cmd := exec.CommandContext(ctx, helmfile, "--file", filepath.Join(repoRoot, "helmfile", "helmfile.yaml"),
+		"--environment", "kind", "--helm-binary", helm, "sync", "--wait")
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+cfg.KubeconfigFile())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return ctx, fmt.Errorf("helmfile sync failed: %w\n%s", err, out)
+	}
+	return ctx, nil
+}
+
+// tool returns the path of a pinned tool, installing it into the cache if needed.
+func tool(name string) (string, error) {
+	out, err := exec.Command(filepath.Join(repoRoot, "hack", "tools.sh"), name).Output()
+	if err != nil {
+		return "", fmt.Errorf("failed to install %s with hack/tools.sh: %w", name, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+func exportLogs(ctx context.Context, cfg *envconf.Config, what string) {
+	dest := filepath.Join(logsDir, sanitize(what))
+	if _, err := envfuncs.ExportClusterLogs(clusterName, dest)(ctx, cfg); err != nil {
+		logf("failed to export cluster logs to %s: %v", dest, err)
+		return
+	}
+	logf("cluster logs (pods, kubelet, containerd) exported to %s", dest)
+}
+
+func sanitize(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' {
+			return r
+		}
+		return '-'
+	}, s)
+}
+
+func tearDown(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+	if os.Getenv("E2E_KEEP_CLUSTER") == "1" {
+		logf("E2E_KEEP_CLUSTER=1: keeping cluster %s (KUBECONFIG=%s); delete it with: hack/kind.sh delete cluster --name %s && docker network rm %s",
+			clusterName, cfg.KubeconfigFile(), clusterName, clusterName)
+		return ctx, nil
+	}
+	var err error
+	if _, created := envfuncs.GetClusterFromContext(ctx, clusterName); created {
+		ctx, err = envfuncs.DestroyCluster(clusterName)(ctx, cfg)
+	}
+	if out, nerr := exec.Command("docker", "network", "rm", clusterName).CombinedOutput(); nerr != nil {
+		logf("failed to remove docker network %s: %v %s", clusterName, nerr, out)
+	}
+	return ctx, err
+}
