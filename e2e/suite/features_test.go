@@ -37,8 +37,8 @@ func helmfilePins(t *testing.T) map[string]string {
 	for _, doc := range strings.Split(string(raw), "\n---") {
 		var hf struct {
 			Releases []struct {
-				Name   string           `json:"name"`
-				Values []any `json:"values"` // inline maps and values-file paths
+				Name   string `json:"name"`
+				Values []any  `json:"values"` // inline maps and values-file paths
 			} `json:"releases"`
 		}
 		if err := yaml.Unmarshal([]byte(doc), &hf); err != nil {
