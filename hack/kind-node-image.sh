@@ -222,9 +222,12 @@ assemble_rootfs() {
 
 	# containerd: the fuse-overlayfs proxy plugin is not installed (it is only for rootless
 	# Docker), and the sandbox image is the pause image imported below.
-	local cfg="${r}/etc/containerd/config.toml"
+	local cfg="${r}/etc/containerd/config.toml" pause_ref
+	# The exact pause reference kubeadm asks for (never a registry name written here).
+	pause_ref="$(printf '%s\n' "${REQUIRED_IMAGES[@]}" | grep -m1 "/pause:${PAUSE_VERSION}$")" \
+		|| die "kubeadm config images list names no pause:${PAUSE_VERSION} image"
 	sed -i -e '/^\[proxy_plugins\]/,/^$/d' \
-		-e "s#^\([[:space:]]*sandbox_image[[:space:]]*=\).*#\1 \"registry.k8s.io/pause:${PAUSE_VERSION}\"#" "${cfg}"
+		-e "s#^\([[:space:]]*sandbox_image[[:space:]]*=\).*#\1 \"${pause_ref}\"#" "${cfg}"
 	grep -q "pause:${PAUSE_VERSION}" "${cfg}" || die "could not set sandbox_image in ${cfg}"
 	! grep -q fuse-overlayfs.sock "${cfg}" || die "could not drop the fuse-overlayfs plugin from ${cfg}"
 	# As kind's Dockerfile: the OCI spec base with the product_uuid hook and without rlimits.

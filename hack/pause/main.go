@@ -1,6 +1,6 @@
 // Command pause is the pod sandbox ("infra") process of the locally built kind node image: it
 // holds the pod's namespaces open, reaps the zombies handed to it as PID 1, and exits on
-// SIGINT/SIGTERM. It replaces registry.k8s.io/pause, which cannot be pulled on air-gapped machines.
+// SIGINT/SIGTERM. It replaces the upstream pause image, which cannot be pulled on air-gapped machines.
 package main
 
 import (
