@@ -64,6 +64,9 @@ func TestFlags(t *testing.T) {
 	if err != nil || o.prompt != "say hi" || o.sessionID != sid || len(o.mcpConfig) != 1 || !o.strictMCP {
 		t.Fatalf("options = %+v, err = %v", o, err)
 	}
+	if o, err := parseFlags([]string{"-p", "--", "- say a bullet"}, strings.NewReader("")); err != nil || o.prompt != "- say a bullet" {
+		t.Fatalf("a prompt after -- that starts with - = %q, %v", o.prompt, err)
+	}
 	if o, err := parseFlags([]string{"-p"}, strings.NewReader("say from stdin")); err != nil || o.prompt != "say from stdin" {
 		t.Fatalf("stdin prompt: %+v, %v", o, err)
 	}

@@ -258,7 +258,19 @@ func TestWrapperRunsAgentEndToEnd(t *testing.T) {
 	want := `
 # HELP tatara_wrapper_internal_issue_total report_internal_issue tool calls seen in the agent transcript, by category and severity.
 # TYPE tatara_wrapper_internal_issue_total counter
+tatara_wrapper_internal_issue_total{category="auth",severity="error"} 0
+tatara_wrapper_internal_issue_total{category="auth",severity="warn"} 0
+tatara_wrapper_internal_issue_total{category="directive_contradiction",severity="error"} 0
+tatara_wrapper_internal_issue_total{category="directive_contradiction",severity="warn"} 0
+tatara_wrapper_internal_issue_total{category="graph_inconsistent",severity="error"} 0
+tatara_wrapper_internal_issue_total{category="graph_inconsistent",severity="warn"} 0
+tatara_wrapper_internal_issue_total{category="memory_inconsistent",severity="error"} 0
+tatara_wrapper_internal_issue_total{category="memory_inconsistent",severity="warn"} 0
 tatara_wrapper_internal_issue_total{category="other",severity="error"} 1
+tatara_wrapper_internal_issue_total{category="other",severity="warn"} 0
+tatara_wrapper_internal_issue_total{category="tool_error",severity="error"} 0
+tatara_wrapper_internal_issue_total{category="tool_error",severity="warn"} 0
+tatara_wrapper_internal_issue_total{category="workspace_broken",severity="error"} 0
 tatara_wrapper_internal_issue_total{category="workspace_broken",severity="warn"} 1
 # HELP tatara_wrapper_stream_events_total Agent transcript events processed, by event type (unknown types count as other).
 # TYPE tatara_wrapper_stream_events_total counter

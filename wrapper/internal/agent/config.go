@@ -56,7 +56,7 @@ const PermissionMode = "bypassPermissions"
 
 // Args returns the agent CLI's arguments for one non-interactive run. --mcp-config takes several
 // values, so it is written as --mcp-config=<path> to keep it from swallowing the prompt, which
-// goes last.
+// goes last, after "--": a directive that starts with "-" (a markdown bullet) is still the prompt.
 func Args(mcpConfigPath, sessionID, prompt string) []string {
 	return []string{
 		"-p",
@@ -66,7 +66,7 @@ func Args(mcpConfigPath, sessionID, prompt string) []string {
 		"--strict-mcp-config",
 		"--session-id", sessionID,
 		"--permission-mode", PermissionMode,
-		prompt,
+		"--", prompt,
 	}
 }
 

@@ -133,6 +133,9 @@ func newLogger(w io.Writer, red *redact.Redactor, cfg Config) *slog.Logger {
 func run(cfg Config, red *redact.Redactor, log *slog.Logger, environ []string) int {
 	reg := metrics.NewRegistry()
 	m := metrics.NewMetrics(reg, Version)
+	for _, l := range transcript.InternalIssueLabels() {
+		m.InternalIssueTotal.WithLabelValues(l[0], l[1])
+	}
 	sessionID := uuid.NewString()
 
 	tailer := transcript.New(cfg.ConfigDir, sessionID,

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"slices"
+	"strings"
 )
 
 // internalIssueToolName is how the agent CLI names the cli's report_internal_issue tool:
@@ -21,6 +23,22 @@ var (
 	}
 	issueSeverities = map[string]bool{"warn": true, "error": true}
 )
+
+// InternalIssueLabels returns every {category, severity} pair the counter can carry, sorted, so
+// the caller can create each series at 0: an increase() alert then fires on the first report of
+// a short-lived agent pod instead of needing a sample before it.
+func InternalIssueLabels() [][2]string {
+	var pairs [][2]string
+	for c := range issueCategories {
+		for s := range issueSeverities {
+			pairs = append(pairs, [2]string{c, s})
+		}
+	}
+	slices.SortFunc(pairs, func(a, b [2]string) int {
+		return strings.Compare(a[0]+"/"+a[1], b[0]+"/"+b[1])
+	})
+	return pairs
+}
 
 const (
 	defaultCategory = "other"
