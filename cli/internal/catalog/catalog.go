@@ -130,6 +130,9 @@ type Tool struct {
 	Hints Hints
 	// Build replaces the generic builder for tools whose route depends on the arguments.
 	Build func(args map[string]any) (Request, error)
+	// WaitArg names an integer argument (seconds, at most MaxWaitSeconds) for which the backend
+	// may legitimately hold the call open; the server extends that call's timeout by it.
+	WaitArg string
 	// Handler runs the tool in process instead of calling a backend (Target local).
 	Handler func(ctx context.Context, deps Deps, args map[string]any) (string, error)
 }
@@ -152,6 +155,21 @@ func ByName(name string) (Tool, bool) {
 		return Tool{}, false
 	}
 	return All()[i], true
+}
+
+// MaxWaitSeconds bounds a WaitArg.
+const MaxWaitSeconds = 60
+
+// WaitSeconds returns how long the backend may hold this call open, from the WaitArg argument.
+func (t Tool) WaitSeconds(args map[string]any) int64 {
+	if t.WaitArg == "" {
+		return 0
+	}
+	n, ok := asInt(args[t.WaitArg])
+	if !ok || n < 0 {
+		return 0
+	}
+	return min(n, MaxWaitSeconds)
 }
 
 // ArgError is a bad or missing argument; its message names the argument.
@@ -186,6 +204,10 @@ func (t Tool) Validate(args map[string]any) error {
 	for _, a := range t.Args {
 		declared[a.Name] = true
 		v, present := args[a.Name]
+		if s, isString := v.(string); isString && s == "" && a.Default != "" && !a.Required {
+			// An empty optional value with a default means "use the default" (the handler applies it).
+			present = false
+		}
 		if !present || v == nil {
 			if a.FromEnv != "" && a.In == InPath {
 				return &ArgError{Arg: a.Name, Reason: "is required: pass it, or run with TATARA_" + strings.ToUpper(a.FromEnv) + " set"}

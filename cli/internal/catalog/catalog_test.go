@@ -87,6 +87,7 @@ func TestValidate(t *testing.T) {
 		{"report_internal_issue", map[string]any{"category": "auth", "description": ""}, "description", "must not be empty"},
 		{"report_internal_issue", map[string]any{"category": "nope", "description": "d"}, "category", "must be one of"},
 		{"report_internal_issue", map[string]any{"category": "auth", "severity": "fatal", "description": "d"}, "severity", "must be one of"},
+		{"report_internal_issue", map[string]any{"category": "auth", "severity": "", "description": "d"}, "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.tool+"/"+tt.wantArg+tt.wantMsg, func(t *testing.T) {
@@ -168,6 +169,7 @@ func TestReportInternalIssueHandler(t *testing.T) {
 		{"error severity", map[string]any{"category": "tool_error", "severity": "error", "description": "boom", "offending_tool": "code_search", "resource_id": "r1"}, "", slog.LevelError, "error"},
 		{"warn severity", map[string]any{"category": "workspace_broken", "severity": "warn", "description": "slow"}, "", slog.LevelWarn, "warn"},
 		{"severity defaults to error", map[string]any{"category": "auth", "description": "401"}, "", slog.LevelError, "error"},
+		{"empty severity defaults to error", map[string]any{"category": "auth", "severity": "", "description": "401"}, "", slog.LevelError, "error"},
 		{"empty description", map[string]any{"category": "auth", "description": "  "}, `argument "description": must not be empty`, 0, ""},
 		{"missing description", map[string]any{"category": "auth"}, `argument "description": must not be empty`, 0, ""},
 		{"unknown category", map[string]any{"category": "cosmic_rays", "description": "d"}, `argument "category": must be one of`, 0, ""},

@@ -10,6 +10,10 @@ func ChatTools() []Tool {
 		return Tool{Name: name, Group: GroupChat, Target: TargetChat, Hints: hints,
 			Method: method, Path: path, Description: desc, Args: args}
 	}
+	// The chat service holds this call open up to timeout_seconds; the server extends its timeout.
+	waitMessages := chat("chat_wait_messages", http.MethodGet, "/rooms/{room}/messages/wait", Read, "Block until new messages arrive after a cursor or the timeout passes.",
+		room, query("after", String, "Cursor from the last read."), query("timeout_seconds", Integer, "Seconds to wait (max 60)."))
+	waitMessages.WaitArg = "timeout_seconds"
 	return []Tool{
 		chat("chat_list_rooms", http.MethodGet, "/rooms", Read, "Rooms of your project; open ones by default.",
 			Arg{Name: "state", Type: String, Description: "Room state.", Enum: []string{"open", "closed", "all"}, In: InQuery}),
@@ -25,7 +29,6 @@ func ChatTools() []Tool {
 			room, body("text", "Message.")),
 		chat("chat_read_messages", http.MethodGet, "/rooms/{room}/messages", Read, "Read messages after a cursor, oldest first.",
 			room, query("after", String, "Cursor from the last read; empty = from the start."), limitArg),
-		chat("chat_wait_messages", http.MethodGet, "/rooms/{room}/messages/wait", Read, "Block until new messages arrive after a cursor or the timeout passes.",
-			room, query("after", String, "Cursor from the last read."), query("timeout_seconds", Integer, "Seconds to wait (max 60).")),
+		waitMessages,
 	}
 }

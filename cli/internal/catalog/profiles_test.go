@@ -124,3 +124,38 @@ func TestEveryProfileHasReportInternalIssueAndResearch(t *testing.T) {
 		}
 	}
 }
+
+// The operator tools of every profile, exactly as ARCHITECTURE.md section 4 lists them (alwaysOn
+// project_get, repo_list and task_get included). Counts alone would miss a swapped tool.
+func TestProfileOperatorToolsExact(t *testing.T) {
+	always := []string{"project_get", "repo_list", "task_get"}
+	implement := []string{"task_note", "subtask_create", "subtask_list", "subtask_get", "subtask_cancel", "comment",
+		"change_summary", "pr_outcome", "decline_implementation", "already_done"}
+	review := []string{"task_note", "comment", "review_verdict"}
+	triage := []string{"task_note", "comment", "comment_on_issue", "issue_outcome", "task_list"}
+	want := map[string][]string{
+		ProfileImplement:   implement,
+		ProfileReview:      review,
+		ProfileTriage:      triage,
+		ProfileBrainstorm:  {"task_note", "comment_on_issue", "propose_issue", "skip_research", "task_list", "proposal_list"},
+		ProfileLifecycle:   append(append(slices.Clone(implement), review...), triage...),
+		ProfileIncident:    {"task_note", "comment", "comment_on_issue", "propose_issue", "task_list", "issue_outcome"},
+		ProfileSelfImprove: {"task_note", "propose_issue", "proposal_list", "change_summary", "pr_outcome", "decline_implementation", "already_done"},
+	}
+	for name, ops := range want {
+		expected := append(slices.Clone(always), ops...)
+		slices.Sort(expected)
+		expected = slices.Compact(expected)
+		tools, _ := ProfileTools(name)
+		var got []string
+		for _, tool := range OperatorTools() {
+			if tools[tool.Name] {
+				got = append(got, tool.Name)
+			}
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, expected) {
+			t.Errorf("%s operator tools = %v, want %v", name, got, expected)
+		}
+	}
+}

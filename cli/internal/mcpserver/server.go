@@ -195,7 +195,7 @@ func (s *Server) call(ctx context.Context, t catalog.Tool, req mcp.CallToolReque
 	if err != nil {
 		return "", obs.OutcomeInvalidArgs, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout+time.Duration(t.WaitSeconds(args))*time.Second)
 	defer cancel()
 	text, err := client.Do(ctx, httpReq)
 	if err != nil {

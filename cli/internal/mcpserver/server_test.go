@@ -213,3 +213,18 @@ func TestBadArgumentsAreToolErrors(t *testing.T) {
 		t.Errorf("invalid calls reached the backend: %+v", seen)
 	}
 }
+
+// chat_wait_messages may be held open by the chat service for timeout_seconds: the server
+// extends that call's deadline, and only that call's.
+func TestWaitToolExtendsTimeout(t *testing.T) {
+	h := newHarness(t, "brainstorm", func(c *Config) { c.CallTimeout = 200 * time.Millisecond })
+	h.backend.mu.Lock()
+	h.backend.delay = 600 * time.Millisecond
+	h.backend.mu.Unlock()
+	if res := h.call(t, "chat_wait_messages", map[string]any{"room": "r1", "timeout_seconds": 2}); res.IsError {
+		t.Errorf("a wait within timeout_seconds failed: %s", resultText(res))
+	}
+	if res := h.call(t, "chat_read_messages", map[string]any{"room": "r1"}); !res.IsError || !strings.Contains(resultText(res), "in time") {
+		t.Errorf("a plain call slower than --call-timeout must time out: isError=%t %q", res.IsError, resultText(res))
+	}
+}
