@@ -245,6 +245,7 @@ const (
 	ReasonPodSucceeded         = "PodSucceeded"
 	ReasonPodFailed            = "PodFailed"
 	ReasonPodMissing           = "PodMissing"
+	ReasonPodRejected          = "PodRejected"
 	ReasonCancelled            = "Cancelled"
 )
 

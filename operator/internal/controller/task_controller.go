@@ -280,6 +280,16 @@ func (r *TaskReconciler) ensurePod(ctx context.Context, task *tatarav1.Task, pro
 	// an earlier reconcile whose status write was lost answers AlreadyExists.
 	desired := agent.BuildPod(task, project, cfg)
 	if err := r.Create(ctx, desired); err != nil {
+		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
+			// The API server refused the pod (e.g. a Project extraEnv it rejects, Pod Security,
+			// a quota): say so on the Task. Invalid stays until the Task or Project changes (both
+			// watched); Forbidden may pass (quota), so it is retried with backoff.
+			r.setReady(task, metav1.ConditionFalse, tatarav1.ReasonPodRejected, fmt.Sprintf("the API server rejected agent pod %q: %v", name, err))
+			if apierrors.IsForbidden(err) {
+				return nil, fmt.Errorf("failed to create pod %q: %w", name, err)
+			}
+			return nil, nil
+		}
 		if !apierrors.IsAlreadyExists(err) {
 			return nil, fmt.Errorf("failed to create pod %q: %w", name, err)
 		}

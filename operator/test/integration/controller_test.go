@@ -212,6 +212,23 @@ func TestMissingProjectIsAConditionUntilCreated(t *testing.T) {
 	}
 }
 
+// A pod the API server refuses is a condition that names the problem, not a silent retry loop.
+func TestRejectedPodIsACondition(t *testing.T) {
+	startOperator(t)
+	ns := newNamespace(t)
+	newProject(t, ns, "bad-env", func(p *tatarav1.Project) {
+		p.Spec.Agent.ExtraEnvs = []corev1.EnvVar{{Name: "NOT=VALID", Value: "x"}}
+	})
+	task := newTask(t, ns, "rejected", "bad-env", tatarav1.KindReview)
+	got := waitReason(t, ns, task.Name, tatarav1.ReasonPodRejected)
+	if c := readyCondition(got); c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "NOT=VALID") {
+		t.Fatalf("condition %+v should carry the API server's reason", c)
+	}
+	if n := len(agentPods(t, ns, task.Name)); n != 0 {
+		t.Fatalf("%d pods for a rejected pod spec", n)
+	}
+}
+
 func TestMissingRuntimeConfigMapIsAConditionUntilCreated(t *testing.T) {
 	emptyNS := "runtime-" + rand.String(6)
 	if err := k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: emptyNS}}); err != nil {
