@@ -75,6 +75,7 @@ type ProjectStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=tproj
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="Project names are at most 63 characters: agent pods carry the name as a label value"
 
 // Project is a set of repositories and the settings of the agents working on them.
 type Project struct {

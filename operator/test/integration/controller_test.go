@@ -332,6 +332,18 @@ func TestTaskNameLimitEnforcedByCRD(t *testing.T) {
 	}
 }
 
+func TestProjectNameLimitEnforcedByCRD(t *testing.T) {
+	ns := newNamespace(t)
+	p := &tatarav1.Project{ObjectMeta: metav1.ObjectMeta{Name: strings.Repeat("p", 64), Namespace: ns}}
+	if err := k8s.Create(context.Background(), p); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "at most 63 characters") {
+		t.Fatalf("want a validation error naming the limit, got %v", err)
+	}
+	p.Name = strings.Repeat("p", 63)
+	if err := k8s.Create(context.Background(), p); err != nil {
+		t.Fatalf("a 63-character Project name must be accepted: %v", err)
+	}
+}
+
 // TestNamespaceEnforcesRestricted proves the restricted-PSS namespaces of these tests really
 // reject a non-restricted pod, so the agent pods they accept are restricted.
 func TestNamespaceEnforcesRestricted(t *testing.T) {
