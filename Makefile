@@ -74,6 +74,9 @@ tatara_MODULE := cli
 tatara_PKG := ./cmd/tatara
 tatara_VERSION := $(CLI_VERSION)
 tatara_VERSION_VAR := tatara.dev/cli/internal/version.Version
+# The git commit, for `tatara version` and tatara_mcp_build_info{revision}.
+REVISION ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+tatara_EXTRA_LDFLAGS := -X tatara.dev/cli/internal/version.revision=$(REVISION)
 wrapper_MODULE := wrapper
 wrapper_PKG := ./cmd/wrapper
 wrapper_VERSION := $(WRAPPER_VERSION)
@@ -91,7 +94,7 @@ PRESENT_BINARIES := $(foreach b,$(BINARIES),$(if $(wildcard $($(b)_MODULE)/go.mo
 
 # go build of one binary: static, trimmed, version-stamped. $(1)=name $(2)=output path $(3)=env.
 go_build = (cd $($(1)_MODULE) && $(3) CGO_ENABLED=0 go build -trimpath \
-	-ldflags "-s -w -X $($(1)_VERSION_VAR)=$($(1)_VERSION)" -o $(2) $($(1)_PKG))
+	-ldflags "-s -w -X $($(1)_VERSION_VAR)=$($(1)_VERSION) $($(1)_EXTRA_LDFLAGS)" -o $(2) $($(1)_PKG))
 
 .PHONY: build
 build: ## Build every binary into ./bin (static, version-stamped with its chart's appVersion).

@@ -7,8 +7,15 @@ import "runtime/debug"
 // Version is the release version; "dev" for an unstamped build.
 var Version = "dev"
 
+// revision is the git commit, stamped by make build/images (-X ...version.revision=...): builds
+// inside a Go workspace, or with -buildvcs=false, record no VCS information of their own.
+var revision = ""
+
 // Revision returns the VCS revision the binary was built from, or "unknown".
 func Revision() string {
+	if revision != "" {
+		return revision
+	}
 	if info, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range info.Settings {
 			if s.Key == "vcs.revision" {
