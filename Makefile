@@ -118,7 +118,7 @@ FUZZMINIMIZETIME ?= 10s
 fuzz: ## Run every fuzz target for its execution budget (FUZZTIME overrides all).
 	@for ft in $(FUZZ_TARGETS); do \
 		pkg=$${ft%%:*}; rest=$${ft#*:}; target=$${rest%%:*}; budget=$${rest#*:}; mod=$${pkg%%/*}; \
-		budget=$${FUZZTIME:-$$budget}; \
+		if [ -n "$(FUZZTIME)" ]; then budget=$(FUZZTIME); fi; \
 		echo "== fuzz $$target in $$pkg for $$budget"; \
 		(cd $$mod && go test -run '^$$' -fuzz "^$$target\$$" -fuzztime $$budget \
 			-fuzzminimizetime $(FUZZMINIMIZETIME) ./$${pkg#*/}) || exit 1; \
