@@ -18,4 +18,7 @@ require (
 	github.com/prometheus/procfs v0.22.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
+	tatara.dev/cli v0.0.0
 )
+
+replace tatara.dev/cli => ../cli

@@ -134,10 +134,11 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // The HTTP transport as the agent pod runs it: streamable HTTP on --listen, /metrics on
 // --metrics-addr defaulted from TATARA_METRICS_ADDR, JSON logs on stderr, SIGTERM stops it.
 func TestHTTPTransportMetricsLogsAndShutdown(t *testing.T) {
+	const taskToken = "tt-4f9a1c7e2b8d"
 	listen, metricsAddr := freeAddr(t), freeAddr(t)
 	cmd := exec.Command(tataraBin, "mcp", "--transport", "http", "--listen", listen)
 	cmd.Env = append(os.Environ(), "TATARA_TOOL_PROFILE=brainstorm", "TATARA_METRICS_ADDR="+metricsAddr,
-		"TATARA_PROJECT=proj", "TATARA_TASK=task-9")
+		"TATARA_PROJECT=proj", "TATARA_TASK=task-9", "TATARA_TOKEN="+taskToken)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -181,7 +182,7 @@ func TestHTTPTransportMetricsLogsAndShutdown(t *testing.T) {
 	}
 	req := mcp.CallToolRequest{}
 	req.Params.Name = "report_internal_issue"
-	req.Params.Arguments = map[string]any{"category": "workspace_broken", "severity": "warn", "description": "git clone failed"}
+	req.Params.Arguments = map[string]any{"category": "workspace_broken", "severity": "warn", "description": "git clone failed with token " + taskToken + " and header Authorization: Bearer abcdef123456"}
 	res, err := c.CallTool(context.Background(), req)
 	if err != nil || res.IsError {
 		t.Fatalf("report: %v %+v", err, res)
@@ -206,6 +207,18 @@ func TestHTTPTransportMetricsLogsAndShutdown(t *testing.T) {
 	if report == nil || report["level"] != "WARN" || report["task"] != "task-9" || report["category"] != "workspace_broken" {
 		t.Errorf("report log = %v", report)
 	}
+	// The description is agent-supplied: the Task token and the bearer credential are masked, the
+	// rest of the text is kept.
+	if d, _ := report["description"].(string); !strings.Contains(d, "git clone failed with token [REDACTED]") || !strings.Contains(d, "Bearer [REDACTED]") {
+		t.Errorf("report description = %q, want the token and the bearer credential masked", d)
+	}
+	logs.mu.Lock()
+	for _, l := range logs.raw {
+		if strings.Contains(l, taskToken) || strings.Contains(l, "abcdef123456") {
+			t.Errorf("a secret reached the log: %s", l)
+		}
+	}
+	logs.mu.Unlock()
 	healthz, err := http.Get("http://" + metricsAddr + "/healthz")
 	if err != nil {
 		t.Fatalf("/healthz: %v", err)

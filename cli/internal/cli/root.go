@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 
 	"github.com/spf13/cobra"
 
 	"tatara.dev/cli/internal/version"
+	"tatara.dev/cli/pkg/redact"
 )
 
 // Execute runs the tatara command line and returns the process exit code.
@@ -36,9 +38,12 @@ func NewRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	return root
 }
 
-// newLogger logs JSON to w: stdout belongs to the MCP protocol on the stdio transport.
+// newLogger logs JSON to w: stdout belongs to the MCP protocol on the stdio transport. Every
+// string attribute passes through the redactor, because report descriptions and backend error
+// bodies are agent- or server-supplied text that may carry a credential, the Task token included.
 func newLogger(w io.Writer) *slog.Logger {
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	red := redact.New(os.Getenv(EnvToken))
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo, ReplaceAttr: red.ReplaceAttr}))
 }
 
 func newVersionCommand() *cobra.Command {

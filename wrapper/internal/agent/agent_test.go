@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"tatara.dev/wrapper/internal/redact"
+	"tatara.dev/cli/pkg/redact"
 )
 
 func TestArgs(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"tatara.dev/wrapper/internal/redact"
+	"tatara.dev/cli/pkg/redact"
 )
 
 // Process is one run of the agent CLI.

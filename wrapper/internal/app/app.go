@@ -22,7 +22,7 @@ import (
 
 	"tatara.dev/wrapper/internal/agent"
 	"tatara.dev/wrapper/internal/metrics"
-	"tatara.dev/wrapper/internal/redact"
+	"tatara.dev/cli/pkg/redact"
 	"tatara.dev/wrapper/internal/server"
 	"tatara.dev/wrapper/internal/transcript"
 )

@@ -18,7 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"tatara.dev/wrapper/internal/redact"
+	"tatara.dev/cli/pkg/redact"
 )
 
 // writeRealisticTranscript writes a session transcript of mixed events: prompts, replies split

@@ -20,7 +20,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"tatara.dev/wrapper/internal/redact"
+	"tatara.dev/cli/pkg/redact"
 )
 
 // StreamCounter counts transcript events by type (one label).

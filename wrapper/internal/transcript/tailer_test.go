@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"tatara.dev/wrapper/internal/agent"
-	"tatara.dev/wrapper/internal/redact"
+	"tatara.dev/cli/pkg/redact"
 )
 
 func TestInternalIssueToolName(t *testing.T) {

@@ -1,6 +1,8 @@
 // Package redact removes secrets (bearer credentials, tokens, API keys and the Task token's literal
-// value) from text before the wrapper logs it. The agent transcript carries whatever the model and
-// its tools saw, so anything derived from it is treated as hostile to the log pipeline.
+// value) from text before the cli or the wrapper logs it. Whatever an agent sends (a report's
+// description, a transcript line) carries what the model and its tools saw, so it is treated as
+// hostile to the log pipeline. It lives in the cli module, beside pkg/profiles, so both binaries mask
+// the same shapes.
 package redact
 
 import (
