@@ -20,9 +20,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"tatara.dev/cli/pkg/redact"
 	"tatara.dev/wrapper/internal/agent"
 	"tatara.dev/wrapper/internal/metrics"
-	"tatara.dev/cli/pkg/redact"
 	"tatara.dev/wrapper/internal/server"
 	"tatara.dev/wrapper/internal/transcript"
 )

@@ -12,8 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"tatara.dev/wrapper/internal/agent"
 	"tatara.dev/cli/pkg/redact"
+	"tatara.dev/wrapper/internal/agent"
 )
 
 func TestInternalIssueToolName(t *testing.T) {
