@@ -151,3 +151,68 @@ func TestStreamEventDecodes(t *testing.T) {
 		t.Fatalf("ev = %+v, err = %v", ev, err)
 	}
 }
+
+// TestStderrLongLines: a long stderr line is masked whole before it is cut into records, so a
+// secret that straddles a record edge does not leak, and the records put together are the whole
+// masked line.
+func TestStderrLongLines(t *testing.T) {
+	// The credential starts 7 bytes before the first record edge.
+	straddling := strings.Repeat("a", maxStderrRecord-30) + " Authorization: Bearer abcdefghijklmnop " + strings.Repeat("é", 3000)
+	cases := []struct {
+		name      string
+		input     string
+		wantLines []string // the masked lines, each logged whole or as parts
+	}{
+		{"short line", "plain error\n", []string{"plain error"}},
+		{"secret across a record edge", straddling + "\nnext\n",
+			[]string{strings.Replace(straddling, "abcdefghijklmnop", redact.Mask, 1), "next"}},
+		{"no trailing newline", "last words", []string{"last words"}},
+		{"blank lines are skipped", "\n\r\nx\n", []string{"x"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			logs := &syncBuffer{}
+			p := &Process{Log: slog.New(slog.NewJSONHandler(logs, nil)), Red: redact.New()}
+			p.readStderr(strings.NewReader(tc.input))
+			var got []string
+			var current strings.Builder
+			for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+				var rec struct {
+					Line  string `json:"line"`
+					Part  int    `json:"part"`
+					Parts int    `json:"parts"`
+				}
+				if err := json.Unmarshal([]byte(l), &rec); err != nil {
+					t.Fatalf("log line %q: %v", l, err)
+				}
+				if len(rec.Line) > maxStderrRecord {
+					t.Errorf("record of %d bytes exceeds %d", len(rec.Line), maxStderrRecord)
+				}
+				current.WriteString(rec.Line)
+				if rec.Part == rec.Parts { // a whole line (0 == 0) or its last part
+					got = append(got, current.String())
+					current.Reset()
+				}
+			}
+			if !reflect.DeepEqual(got, tc.wantLines) {
+				t.Errorf("logged lines differ:\n got %.80q (%d lines)\nwant %.80q (%d lines)", got, len(got), tc.wantLines, len(tc.wantLines))
+			}
+			for _, piece := range []string{"abcdef", "klmnop"} {
+				if strings.Contains(logs.String(), piece) {
+					t.Errorf("a piece of the bearer credential (%s) leaked", piece)
+				}
+			}
+		})
+	}
+}
+
+// TestStderrInvalidUTF8 ends: a line of bytes that are never a rune start is still cut into
+// bounded records.
+func TestStderrInvalidUTF8(t *testing.T) {
+	logs := &syncBuffer{}
+	p := &Process{Log: slog.New(slog.NewJSONHandler(logs, nil)), Red: redact.New()}
+	p.readStderr(bytes.NewReader(append(bytes.Repeat([]byte{0x80}, 3*maxStderrRecord), '\n')))
+	if n := strings.Count(logs.String(), `"parts":3`); n != 3 {
+		t.Errorf("got %d records with parts=3, want 3: %.300s", n, logs.String())
+	}
+}

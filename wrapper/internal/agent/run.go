@@ -14,6 +14,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"tatara.dev/cli/pkg/redact"
 )
@@ -204,18 +205,61 @@ func (p *Process) handleStdoutLine(line []byte) {
 	}
 }
 
-// maxStderrLine bounds one logged stderr line.
-const maxStderrLine = 4 << 10
+const (
+	// maxStderrLine is the unit the redactor sees: a stderr line is masked whole up to this size,
+	// so a secret is only at risk of being split if it straddles a 1 MiB boundary.
+	maxStderrLine = 1 << 20
+	// maxStderrRecord bounds one logged record; a longer (already masked) line is logged as
+	// numbered parts, so nothing is dropped.
+	maxStderrRecord = 4 << 10
+)
 
 func (p *Process) readStderr(r io.Reader) {
-	br := bufio.NewReaderSize(r, maxStderrLine)
+	br := bufio.NewReaderSize(r, 64<<10)
+	var line []byte
 	for {
 		chunk, err := br.ReadSlice('\n')
-		if s := bytes.TrimRight(chunk, "\r\n"); len(s) > 0 {
-			p.Log.Warn("agent stderr", slog.String("line", p.Red.String(string(s))))
+		line = append(line, chunk...)
+		full := errors.Is(err, bufio.ErrBufferFull)
+		if full && len(line) < maxStderrLine {
+			continue
 		}
-		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+		p.logStderrLine(bytes.TrimRight(line, "\r\n"))
+		line = line[:0]
+		if err != nil && !full {
 			return
 		}
+	}
+}
+
+// logStderrLine masks secrets in the whole line, then logs it in records of at most
+// maxStderrRecord bytes, cut on UTF-8 boundaries.
+func (p *Process) logStderrLine(line []byte) {
+	if len(line) == 0 {
+		return
+	}
+	masked := p.Red.String(string(line))
+	if len(masked) <= maxStderrRecord {
+		p.Log.Warn("agent stderr", slog.String("line", masked))
+		return
+	}
+	var parts []string
+	for rest := masked; rest != ""; {
+		n := min(len(rest), maxStderrRecord)
+		// Cut before a rune that the edge would split; invalid UTF-8 may have no rune start
+		// nearby, and is then cut at the edge.
+		if n < len(rest) && !utf8.RuneStart(rest[n]) {
+			for k := n - 1; k > 0 && k > n-utf8.UTFMax; k-- {
+				if utf8.RuneStart(rest[k]) {
+					n = k
+					break
+				}
+			}
+		}
+		parts = append(parts, rest[:n])
+		rest = rest[n:]
+	}
+	for i, part := range parts {
+		p.Log.Warn("agent stderr", slog.String("line", part), slog.Int("part", i+1), slog.Int("parts", len(parts)))
 	}
 }
