@@ -72,6 +72,16 @@ func applyForReal(t *testing.T, c client.Client, objs []*unstructured.Unstructur
 // runtime ConfigMaps the cli and wrapper charts publish, and build an agent pod for a Task of a
 // Project from the tatara-project chart, without a single "forbidden".
 func TestOperatorRunsWithTheChartsRBAC(t *testing.T) {
+	// Built before the clock starts: a cold compile on a busy 2-core CI machine has taken
+	// longer than the whole behaviour budget; go test's own -timeout still bounds it.
+	bin := filepath.Join(t.TempDir(), "operator")
+	build := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd")
+	build.Dir = filepath.Join(repoRoot(t), "operator")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("failed to build the operator: %v\n%s", err, out)
+	}
+
 	c := apiServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -105,14 +115,6 @@ func TestOperatorRunsWithTheChartsRBAC(t *testing.T) {
 	kubeconfigPath := filepath.Join(dir, "kubeconfig")
 	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
 		t.Fatal(err)
-	}
-
-	bin := filepath.Join(dir, "operator")
-	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "./cmd")
-	build.Dir = filepath.Join(repoRoot(t), "operator")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("failed to build the operator: %v\n%s", err, out)
 	}
 
 	// The chart's container args, with the listen addresses moved to free loopback ports.
