@@ -251,7 +251,7 @@ func TestOperatorServiceExposesAPIAndMetrics(t *testing.T) {
 		p := p.(map[string]any)
 		ports[p["name"].(string)] = p["port"].(int64)
 	}
-	// The cli's TATARA_OPERATOR_URL default names port 8082 (contracts.md).
+	// The operator's --operator-url default, given to agent pods, names port 8082 (operator/cmd/main.go).
 	if ports["api"] != 8082 || ports["metrics"] == 0 {
 		t.Errorf("Service ports %v, want api=8082 and a metrics port", ports)
 	}

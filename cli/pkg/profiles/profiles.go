@@ -26,6 +26,16 @@ func OperatorTools() []string {
 	return names
 }
 
+// OperatorRoutes maps each operator-target tool to the "METHOD /path" pattern the cli calls, so
+// the operator can prove its REST routes are exactly these (path parameters in braces).
+func OperatorRoutes() map[string]string {
+	routes := map[string]string{}
+	for _, t := range catalog.OperatorTools() {
+		routes[t.Name] = t.Method + " " + t.Path
+	}
+	return routes
+}
+
 // All returns the name of every tool in the catalog, sorted: what a fail-open cli registers.
 func All() []string {
 	var names []string

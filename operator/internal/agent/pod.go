@@ -14,7 +14,8 @@ import (
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 )
 
-// Names, ports and paths shared with the wrapper and cli (contracts.md: "Agent pod").
+// Names, ports and paths the wrapper's and the cli's defaults agree with (ARCHITECTURE.md section 2;
+// the chart and e2e tests exercise them on real pods).
 const (
 	PodNamePrefix = "tatara-agent-"
 	// TokenKey is the Secret key holding the Task's API token.

@@ -6,7 +6,7 @@ import (
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 )
 
-// The operator tools: one REST route each (contracts.md). The names are the cli's tool names.
+// The operator tools: one REST route each. The names are the cli's tool names.
 const (
 	ToolTaskGet               = "task_get"
 	ToolTaskList              = "task_list"

@@ -2,9 +2,8 @@ package api
 
 import (
 	"slices"
-	"testing"
-
 	"tatara.dev/cli/pkg/profiles"
+	"testing"
 
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 	"tatara.dev/operator/internal/agent"
@@ -40,18 +39,29 @@ func TestAuthorizationAgreesWithProfiles(t *testing.T) {
 	}
 }
 
-// TestRoutesAreTheOperatorTools checks the REST surface has exactly one route per cli operator tool.
+// TestRoutesAreTheOperatorTools checks the REST surface is exactly what the cli calls: one route
+// per cli operator tool, with the same method and path.
 func TestRoutesAreTheOperatorTools(t *testing.T) {
-	var routed []string
+	routed := map[string]string{}
 	for _, rt := range (&Server{}).routes() {
-		if slices.Contains(routed, rt.tool) {
+		if _, dup := routed[rt.tool]; dup {
 			t.Errorf("tool %s has two routes", rt.tool)
 		}
-		routed = append(routed, rt.tool)
+		routed[rt.tool] = rt.method + " " + rt.path
 	}
-	slices.Sort(routed)
-	if want := profiles.OperatorTools(); !slices.Equal(routed, want) {
-		t.Fatalf("routes %v\nwant the cli's operator tools %v", routed, want)
+	called := profiles.OperatorRoutes()
+	for tool, route := range called {
+		if routed[tool] != route {
+			t.Errorf("the cli calls %s as %q, the operator routes %q", tool, route, routed[tool])
+		}
+	}
+	for tool := range routed {
+		if _, ok := called[tool]; !ok {
+			t.Errorf("the operator routes %s, which is not a cli operator tool", tool)
+		}
+	}
+	if len(called) != 20 {
+		t.Errorf("the cli has %d operator tools, want 20 (ARCHITECTURE.md section 3)", len(called))
 	}
 }
 

@@ -78,7 +78,8 @@ type route struct {
 	handler handler
 }
 
-// routes is the REST surface: one row per operator tool, exactly contracts.md's table.
+// routes is the REST surface: one row per operator tool, with the method and path the cli's
+// catalog calls (TestRoutesAreTheOperatorTools compares them with profiles.OperatorRoutes).
 func (s *Server) routes() []route {
 	intent := func(tool string) route {
 		return route{tool, http.MethodPost, "/api/v1/tasks/{task}/intents/" + tool, scopeTask, s.intentHandler(tool)}

@@ -81,7 +81,7 @@ func AssetsDir() (string, error) {
 	for _, bin := range []string{"kube-apiserver", "etcd"} {
 		st, err := os.Stat(filepath.Join(dir, bin))
 		if err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
-			return "", fmt.Errorf("envtest binary %s is missing from %q: build it with `make operator-envtest-assets` "+
+			return "", fmt.Errorf("envtest binary %s is missing from %q: build it with `make envtest-assets` "+
 				"(hack/k8s-binaries.sh kube-apiserver etcd) or point KUBEBUILDER_ASSETS at a directory holding kube-apiserver and etcd", bin, dir)
 		}
 	}

@@ -39,7 +39,7 @@ func TestAssetsDir(t *testing.T) {
 				}
 				return
 			}
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.Contains(err.Error(), "make operator-envtest-assets") {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.Contains(err.Error(), "make envtest-assets") {
 				t.Fatalf("error %v, want it to contain %q and the make target", err, tt.wantErr)
 			}
 		})
