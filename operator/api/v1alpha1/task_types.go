@@ -85,8 +85,12 @@ type TaskSpec struct {
 	// +optional
 	Repo string `json:"repo,omitempty"`
 
-	// Directive is the agent's prompt.
+	// Directive is the agent's prompt, at most 64 KiB of UTF-8. The agent receives it as one
+	// argv string and one env value, each of which Linux caps at 128 KiB (MAX_ARG_STRLEN); a
+	// longer one would fail at exec inside the pod instead of here.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=65536
+	// +kubebuilder:validation:XValidation:rule="size(bytes(self)) <= 65536",message="directive is at most 65536 bytes of UTF-8 (64 KiB)"
 	Directive string `json:"directive"`
 
 	// Parent is the name of the Task that created this one as a subtask.

@@ -332,6 +332,36 @@ func TestTaskNameLimitEnforcedByCRD(t *testing.T) {
 	}
 }
 
+func TestDirectiveLimitEnforcedByCRD(t *testing.T) {
+	ns := newNamespace(t)
+	tests := []struct {
+		name      string
+		directive string
+		wantErr   string // besides "spec.directive"; "" = accepted
+	}{
+		{"64 KiB of ASCII", strings.Repeat("a", 64<<10), ""},
+		{"one byte over", strings.Repeat("a", 64<<10+1), "65536 bytes"},
+		// 16 Ki characters of 4 bytes each: within MaxLength, but the bytes are what exec limits.
+		{"under the character limit, over in bytes", strings.Repeat("🦀", 16<<10+1), "directive is at most 65536 bytes"},
+		{"empty", "", "at least 1"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			task := &tatarav1.Task{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("directive-%d", i), Namespace: ns},
+				Spec:       tatarav1.TaskSpec{Kind: tatarav1.KindReview, ProjectRef: tatarav1.ProjectReference{Name: "p"}, Directive: tt.directive},
+			}
+			err := k8s.Create(context.Background(), task)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("want accepted, got %v", err)
+			case tt.wantErr != "" && (!apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.directive") || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("want a validation error naming spec.directive and %q, got %v", tt.wantErr, err)
+			}
+		})
+	}
+}
+
 func TestProjectNameLimitEnforcedByCRD(t *testing.T) {
 	ns := newNamespace(t)
 	p := &tatarav1.Project{ObjectMeta: metav1.ObjectMeta{Name: strings.Repeat("p", 64), Namespace: ns}}
