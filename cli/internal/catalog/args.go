@@ -10,6 +10,10 @@ func query(name string, typ ArgType, desc string) Arg {
 	return Arg{Name: name, Type: typ, Description: desc, In: InQuery}
 }
 
+func enumQuery(name, desc string, values ...string) Arg {
+	return Arg{Name: name, Type: String, Description: desc, Enum: values, In: InQuery}
+}
+
 func requiredQuery(name, desc string) Arg {
 	return Arg{Name: name, Type: String, Description: desc, Required: true, In: InQuery}
 }

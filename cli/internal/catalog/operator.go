@@ -44,8 +44,8 @@ func OperatorTools() []Tool {
 		{Name: "task_list", Group: GroupOperator, Target: TargetOperator, Hints: Read,
 			Method: http.MethodGet, Path: projectRoute("/tasks"),
 			Description: "Other tasks of the project, to avoid duplicate work.",
-			Args: []Arg{projectArg, query("kind", String, "Only this task kind."),
-				query("phase", String, "Only this phase, e.g. Running.")}},
+			Args: []Arg{projectArg, enumQuery("kind", "Only this task kind.", TaskKinds()...),
+				enumQuery("phase", "Only this phase.", TaskPhases()...)}},
 		{Name: "task_note", Group: GroupOperator, Target: TargetOperator, Hints: Create,
 			Method: http.MethodPost, Path: taskRoute("/notes"),
 			Description: "Add a progress note to your task's activity log (seen by humans).",
@@ -107,7 +107,12 @@ func OperatorTools() []Tool {
 	}
 }
 
-// TaskKinds are the operator's Task kinds (the CRD enum), for subtask_create.
+// TaskKinds are the operator's Task kinds (the CRD enum), for subtask_create and task_list.
 func TaskKinds() []string {
 	return []string{"implement", "review", "triageIssue", "brainstorm", "issueLifecycle", "incident", "selfImprove"}
+}
+
+// TaskPhases are the operator's Task phases (the CRD enum), for task_list.
+func TaskPhases() []string {
+	return []string{"Pending", "Running", "Succeeded", "Failed", "Cancelled"}
 }

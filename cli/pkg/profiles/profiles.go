@@ -36,6 +36,24 @@ func OperatorRoutes() map[string]string {
 	return routes
 }
 
+// OperatorArgEnums maps each operator-target tool to its enumerated arguments and their allowed
+// values, so the operator can prove it accepts exactly what the cli advertises to agents.
+func OperatorArgEnums() map[string]map[string][]string {
+	enums := map[string]map[string][]string{}
+	for _, t := range catalog.OperatorTools() {
+		for _, a := range t.Args {
+			if len(a.Enum) == 0 {
+				continue
+			}
+			if enums[t.Name] == nil {
+				enums[t.Name] = map[string][]string{}
+			}
+			enums[t.Name][a.Name] = slices.Clone(a.Enum)
+		}
+	}
+	return enums
+}
+
 // All returns the name of every tool in the catalog, sorted: what a fail-open cli registers.
 func All() []string {
 	var names []string
