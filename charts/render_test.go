@@ -527,7 +527,7 @@ func TestNotesTellTheSREWhatToCheck(t *testing.T) {
 		{"tatara-cli", []string{"kubectl get --raw \"/api/v1/namespaces/${NS}/pods/${POD}:9091/proxy/metrics\"", "tatara_mcp_", "registered_tools", `"msg":"mcp server started"`, "configmap tatara-cli-runtime"}},
 		{"tatara-wrapper", []string{":9090/proxy/metrics", "tatara_wrapper_", "internal_issue_total", `"action":"internal_issue_report"`, "configmap tatara-wrapper-runtime"}},
 		{"tatara-operator", []string{"rollout status deployment/tatara-operator", ":9091/proxy/metrics", "tatara_mcp_registered_tools", ":9090/proxy/metrics", `"action":"internal_issue_report"`}},
-		{"tatara-project", []string{"get project tatara-project", ":9091/proxy/metrics", ":9090/proxy/metrics"}},
+		{"tatara-project", []string{`spec.projectRef.name=="tatara-project"`, `@.type=="Ready"`, ":9091/proxy/metrics", ":9090/proxy/metrics", "WARNING: agent.image is empty"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.chart, func(t *testing.T) {

@@ -25,7 +25,9 @@ type ProjectRepo struct {
 // ProjectAgent holds the settings of every agent pod of a Project.
 type ProjectAgent struct {
 	// Image, when set, is an image holding the agent binary at BinaryPath; an init container
-	// copies it into the wrapper's /opt/agent. Empty means the wrapper image's own `claude`.
+	// copies it into the wrapper's /opt/agent, and it runs in the wrapper container (no libc, no
+	// shell: it must be static). Empty means `claude` on the wrapper image's PATH, which only a
+	// wrapper image built with the agent in it has.
 	// +optional
 	Image string `json:"image,omitempty"`
 
