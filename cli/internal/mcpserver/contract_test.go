@@ -46,10 +46,13 @@ var contracts = []contract{
 	{"code_neighbors", `{"repo":"r","entity":"e","depth":2}`, "memory", "GET /code-graph/neighbors?depth=2&entity=e&repo=r", ""},
 	{"code_callers", `{"repo":"r","entity":"e","depth":3}`, "memory", "GET /code-graph/callers?depth=3&entity=e&repo=r", ""},
 	{"code_callees", `{"repo":"r","entity":"e"}`, "memory", "GET /code-graph/callees?entity=e&repo=r", ""},
+	{"code_callees", `{"repo":"r","entity":"e","depth":2}`, "memory", "GET /code-graph/callees?depth=2&entity=e&repo=r", ""},
 	{"code_dependents", `{"repo":"r","entity":"e"}`, "memory", "GET /code-graph/dependents?entity=e&repo=r", ""},
+	{"code_dependents", `{"repo":"r","entity":"e","depth":4}`, "memory", "GET /code-graph/dependents?depth=4&entity=e&repo=r", ""},
 	{"code_dependencies", `{"repo":"r","entity":"e","depth":1}`, "memory", "GET /code-graph/dependencies?depth=1&entity=e&repo=r", ""},
 	{"code_file_imports", `{"repo":"r","path":"a/b.go"}`, "memory", "GET /code-graph/file-imports?path=a%2Fb.go&repo=r", ""},
 	{"code_resource_graph", `{"repo":"r","entity":"e"}`, "memory", "GET /code-graph/resource-graph?entity=e&repo=r", ""},
+	{"code_resource_graph", `{"repo":"r","entity":"e","depth":2}`, "memory", "GET /code-graph/resource-graph?depth=2&entity=e&repo=r", ""},
 	{"code_cross_repo", `{"repo":"r","entity":"e"}`, "memory", "GET /code-graph/cross-repo?entity=e&repo=r", ""},
 	{"code_path", `{"repo":"r","from":"a","to":"b"}`, "memory", "GET /code-graph/path?from=a&repo=r&to=b", ""},
 	{"code_important", `{"repo":"r"}`, "memory", "GET /code-graph/important?repo=r", ""},
@@ -59,6 +62,7 @@ var contracts = []contract{
 	{"code_explain", `{"repo":"r","entity":"e"}`, "memory", "GET /code-graph/explain?entity=e&repo=r", ""},
 	{"code_related", `{"repo":"r","entity":"e","limit":2}`, "memory", "GET /code-graph/related?entity=e&limit=2&repo=r", ""},
 	{"code_bridges", `{"repo":"r"}`, "memory", "GET /code-graph/bridges?repo=r", ""},
+	{"code_bridges", `{"repo":"r","limit":6}`, "memory", "GET /code-graph/bridges?limit=6&repo=r", ""},
 	{"code_communities", `{"repo":"r"}`, "memory", "GET /code-graph/communities?repo=r", ""},
 	{"code_communities", `{"repo":"r","community":3}`, "memory", "GET /code-graph/community?community=3&repo=r", ""},
 	{"code_communities", `{"repo":"r","community":"x"}`, "memory", "GET /code-graph/communities?repo=r", ""},
@@ -69,28 +73,47 @@ var contracts = []contract{
 	{"task_get", `{}`, "operator", "GET /api/v1/tasks/task-1", ""},
 	{"task_get", `{"task":"other"}`, "operator", "GET /api/v1/tasks/other", ""},
 	{"project_get", `{}`, "operator", "GET /api/v1/projects/proj", ""},
+	{"project_get", `{"project":"p2"}`, "operator", "GET /api/v1/projects/p2", ""},
 	{"repo_list", `{}`, "operator", "GET /api/v1/projects/proj/repos", ""},
+	{"repo_list", `{"project":"p2"}`, "operator", "GET /api/v1/projects/p2/repos", ""},
 	{"task_list", `{}`, "operator", "GET /api/v1/projects/proj/tasks", ""},
 	{"task_list", `{"kind":"review","phase":"Running"}`, "operator", "GET /api/v1/projects/proj/tasks?kind=review&phase=Running", ""},
+	{"task_list", `{"project":"p2","phase":"Succeeded"}`, "operator", "GET /api/v1/projects/p2/tasks?phase=Succeeded", ""},
 	{"task_note", `{"text":"t"}`, "operator", "POST /api/v1/tasks/task-1/notes", `{"text":"t"}`},
+	{"task_note", `{"task":"t2","text":"t"}`, "operator", "POST /api/v1/tasks/t2/notes", `{"text":"t"}`},
 	{"subtask_create", `{"kind":"review","repo":"r","directive":"d"}`, "operator", "POST /api/v1/tasks/task-1/subtasks", `{"directive":"d","kind":"review","repo":"r"}`},
+	{"subtask_create", `{"task":"t2","kind":"implement","repo":"r","directive":"d"}`, "operator", "POST /api/v1/tasks/t2/subtasks", `{"directive":"d","kind":"implement","repo":"r"}`},
 	{"subtask_list", `{}`, "operator", "GET /api/v1/tasks/task-1/subtasks", ""},
+	{"subtask_list", `{"task":"t2"}`, "operator", "GET /api/v1/tasks/t2/subtasks", ""},
 	{"subtask_get", `{"subtask":"s1"}`, "operator", "GET /api/v1/tasks/task-1/subtasks/s1", ""},
+	{"subtask_get", `{"task":"t2","subtask":"s1"}`, "operator", "GET /api/v1/tasks/t2/subtasks/s1", ""},
 	{"subtask_cancel", `{"subtask":"s1","reason":"r"}`, "operator", "POST /api/v1/tasks/task-1/subtasks/s1/cancel", `{"reason":"r"}`},
+	{"subtask_cancel", `{"task":"t2","subtask":"s1","reason":"r"}`, "operator", "POST /api/v1/tasks/t2/subtasks/s1/cancel", `{"reason":"r"}`},
 	{"comment", `{"body":"b"}`, "operator", "POST /api/v1/tasks/task-1/comments", `{"body":"b"}`},
+	{"comment", `{"task":"t2","body":"b"}`, "operator", "POST /api/v1/tasks/t2/comments", `{"body":"b"}`},
 	{"comment_on_issue", `{"issue":12,"body":"b"}`, "operator", "POST /api/v1/tasks/task-1/issue-comments", `{"body":"b","issue":12}`},
 	{"comment_on_issue", `{"issue":"12","body":"b","repo":"r"}`, "operator", "POST /api/v1/tasks/task-1/issue-comments", `{"body":"b","issue":12,"repo":"r"}`},
+	{"comment_on_issue", `{"task":"t2","issue":3,"body":"b"}`, "operator", "POST /api/v1/tasks/t2/issue-comments", `{"body":"b","issue":3}`},
 	{"propose_issue", `{"title":"t","body":"b"}`, "operator", "POST /api/v1/tasks/task-1/proposals", `{"body":"b","title":"t"}`},
 	{"propose_issue", `{"title":"t","body":"b","repo":"r"}`, "operator", "POST /api/v1/tasks/task-1/proposals", `{"body":"b","repo":"r","title":"t"}`},
+	{"propose_issue", `{"task":"t2","title":"t","body":"b"}`, "operator", "POST /api/v1/tasks/t2/proposals", `{"body":"b","title":"t"}`},
 	{"proposal_list", `{}`, "operator", "GET /api/v1/projects/proj/proposals", ""},
+	{"proposal_list", `{"project":"p2"}`, "operator", "GET /api/v1/projects/p2/proposals", ""},
 	{"skip_research", `{"reason":"r"}`, "operator", "POST /api/v1/tasks/task-1/intents/skip_research", `{"reason":"r"}`},
+	{"skip_research", `{"task":"t2","reason":"r"}`, "operator", "POST /api/v1/tasks/t2/intents/skip_research", `{"reason":"r"}`},
 	{"change_summary", `{"summary":"s"}`, "operator", "POST /api/v1/tasks/task-1/intents/change_summary", `{"summary":"s"}`},
+	{"change_summary", `{"task":"t2","summary":"s"}`, "operator", "POST /api/v1/tasks/t2/intents/change_summary", `{"summary":"s"}`},
 	{"pr_outcome", `{"outcome":"opened"}`, "operator", "POST /api/v1/tasks/task-1/intents/pr_outcome", `{"outcome":"opened"}`},
 	{"pr_outcome", `{"outcome":"merged","url":"u","summary":"s"}`, "operator", "POST /api/v1/tasks/task-1/intents/pr_outcome", `{"outcome":"merged","summary":"s","url":"u"}`},
+	{"pr_outcome", `{"task":"t2","outcome":"failed"}`, "operator", "POST /api/v1/tasks/t2/intents/pr_outcome", `{"outcome":"failed"}`},
 	{"review_verdict", `{"verdict":"approve","summary":"s"}`, "operator", "POST /api/v1/tasks/task-1/intents/review_verdict", `{"summary":"s","verdict":"approve"}`},
+	{"review_verdict", `{"task":"t2","verdict":"request_changes","summary":"s"}`, "operator", "POST /api/v1/tasks/t2/intents/review_verdict", `{"summary":"s","verdict":"request_changes"}`},
 	{"issue_outcome", `{"outcome":"duplicate","summary":"s"}`, "operator", "POST /api/v1/tasks/task-1/intents/issue_outcome", `{"outcome":"duplicate","summary":"s"}`},
+	{"issue_outcome", `{"task":"t2","outcome":"fixed","summary":"s"}`, "operator", "POST /api/v1/tasks/t2/intents/issue_outcome", `{"outcome":"fixed","summary":"s"}`},
 	{"decline_implementation", `{"reason":"r"}`, "operator", "POST /api/v1/tasks/task-1/intents/decline_implementation", `{"reason":"r"}`},
+	{"decline_implementation", `{"task":"t2","reason":"r"}`, "operator", "POST /api/v1/tasks/t2/intents/decline_implementation", `{"reason":"r"}`},
 	{"already_done", `{"evidence":"e"}`, "operator", "POST /api/v1/tasks/task-1/intents/already_done", `{"evidence":"e"}`},
+	{"already_done", `{"task":"t2","evidence":"e"}`, "operator", "POST /api/v1/tasks/t2/intents/already_done", `{"evidence":"e"}`},
 	// chat
 	{"chat_list_rooms", `{}`, "chat", "GET /rooms", ""},
 	{"chat_list_rooms", `{"state":"closed"}`, "chat", "GET /rooms?state=closed", ""},
@@ -112,14 +135,19 @@ var contracts = []contract{
 // request the backend received.
 func TestBackendContracts(t *testing.T) {
 	h := newHarness(t, "")
-	covered := map[string]bool{}
+	covered := map[string]map[string]bool{} // tool -> argument names some row sends
 	for _, c := range contracts {
-		covered[c.tool] = true
+		var args map[string]any
+		if err := json.Unmarshal([]byte(c.args), &args); err != nil {
+			t.Fatalf("%s: bad args %s: %v", c.tool, c.args, err)
+		}
+		if covered[c.tool] == nil {
+			covered[c.tool] = map[string]bool{}
+		}
+		for name := range args {
+			covered[c.tool][name] = true
+		}
 		t.Run(c.tool+" "+c.args, func(t *testing.T) {
-			var args map[string]any
-			if err := json.Unmarshal([]byte(c.args), &args); err != nil {
-				t.Fatal(err)
-			}
 			res := h.call(t, c.tool, args)
 			if res.IsError {
 				t.Fatalf("tool error: %s", resultText(res))
@@ -144,9 +172,20 @@ func TestBackendContracts(t *testing.T) {
 			}
 		})
 	}
+	// Every argument of every backend tool, optional ones and the defaulted task/project included,
+	// is sent by at least one row: an argument that never reaches the wire is a silent drop.
 	for _, tool := range catalog.All() {
-		if tool.Target != catalog.TargetLocal && !covered[tool.Name] {
+		if tool.Target == catalog.TargetLocal {
+			continue
+		}
+		if covered[tool.Name] == nil {
 			t.Errorf("backend tool %s has no contract row", tool.Name)
+			continue
+		}
+		for _, a := range tool.Args {
+			if !covered[tool.Name][a.Name] {
+				t.Errorf("no contract row of %s sends argument %q", tool.Name, a.Name)
+			}
 		}
 	}
 }
