@@ -65,14 +65,10 @@ type ProjectSpec struct {
 	Agent ProjectAgent `json:"agent,omitempty"`
 }
 
-// ProjectStatus defines the observed state of a Project.
-type ProjectStatus struct {
-	// Conditions of the Project.
-	// +listType=map
-	// +listMapKey=type
-	// +optional
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
-}
+// ProjectStatus defines the observed state of a Project. Nothing is recorded here yet: what keeps
+// a Project's Tasks from running (ProjectNotFound, RepoNotFound, RuntimeConfigMissing, ...) is each
+// Task's Ready condition, where the reconcile that meets it records it.
+type ProjectStatus struct{}
 
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
