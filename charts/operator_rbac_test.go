@@ -89,6 +89,7 @@ func TestOperatorRunsWithTheChartsRBAC(t *testing.T) {
 	st := loadPins(t)
 	cliImage := "tatara.local/tatara-cli:" + componentVersion(t, st, "cli")
 	wrapperImage := "tatara.local/tatara-wrapper:" + componentVersion(t, st, "wrapper")
+	const agentImage = "tatara.local/tatara-agent-standin:0.1.0"
 	applyForReal(t, c, mustRender(t, "tatara-cli", nil).objects)
 	applyForReal(t, c, mustRender(t, "tatara-wrapper", nil).objects)
 	op := mustRender(t, "tatara-operator", nil)
@@ -97,7 +98,7 @@ func TestOperatorRunsWithTheChartsRBAC(t *testing.T) {
 	project := mustRender(t, "tatara-project", map[string]any{
 		"name":  "demo",
 		"repos": map[string]any{"demo": map[string]any{"url": "https://git.example.com/demo.git"}},
-		"agent": map[string]any{"image": "tatara.local/tatara-agent-standin:0.1.0"},
+		"agent": map[string]any{"image": agentImage},
 	})
 	applyForReal(t, c, project.objects)
 
@@ -202,8 +203,11 @@ func TestOperatorRunsWithTheChartsRBAC(t *testing.T) {
 	for _, ct := range append(pod.Spec.InitContainers, pod.Spec.Containers...) {
 		images[ct.Name] = ct.Image
 	}
-	if images["cli"] != cliImage || images["wrapper"] != wrapperImage {
-		t.Errorf("agent pod images %v, want cli=%s wrapper=%s (from the runtime ConfigMaps)", images, cliImage, wrapperImage)
+	// The Project names an agent image: the main container runs it, the wrapper copied in from
+	// the wrapper image.
+	if images["cli"] != cliImage || images["wrapper-install"] != wrapperImage || images["wrapper"] != agentImage {
+		t.Errorf("agent pod images %v, want cli=%s wrapper-install=%s (from the runtime ConfigMaps) wrapper=%s (the Project's agent image)",
+			images, cliImage, wrapperImage, agentImage)
 	}
 	// The status patch is the last write of a reconcile: once podName is recorded, every verb the
 	// first reconcile needs has been exercised.

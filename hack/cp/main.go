@@ -1,6 +1,7 @@
-// Command cp copies one file to a destination path, keeping its permission bits. It is the only
-// tool in the FROM-scratch agent image: the operator's agent-install init container runs
-// `cp <binaryPath> /opt/agent/<basename>` to hand the agent binary to the wrapper.
+// Command cp copies one file to a destination path, keeping its permission bits. It ships in the
+// FROM-scratch wrapper image: the operator's wrapper-install init container runs
+// `cp /usr/local/bin/wrapper /opt/tatara/wrapper` to put the static wrapper into a Project's agent
+// image, whose main container then runs it.
 package main
 
 import (

@@ -24,10 +24,12 @@ type ProjectRepo struct {
 
 // ProjectAgent holds the settings of every agent pod of a Project.
 type ProjectAgent struct {
-	// Image, when set, is an image holding the agent binary at BinaryPath; an init container
-	// copies it into the wrapper's /opt/agent, and it runs in the wrapper container (no libc, no
-	// shell: it must be static). Empty means `claude` on the wrapper image's PATH, which only a
-	// wrapper image built with the agent in it has.
+	// Image, when set, is the image of the agent pod's main container: it holds the agent binary
+	// at BinaryPath and whatever the agent needs at run time (libc, shell, git, ...). An init
+	// container copies the static wrapper into it at /opt/tatara/wrapper, which runs the agent.
+	// It must run as UID 65532 with a read-only root filesystem (HOME, /tmp and /workspace are
+	// emptyDirs). Empty means the wrapper image itself, running `claude` from its PATH, which
+	// only a wrapper image built with the agent in it has.
 	// +optional
 	Image string `json:"image,omitempty"`
 

@@ -21,20 +21,22 @@ const (
 	// TokenKey is the Secret key holding the Task's API token.
 	TokenKey = "token"
 
-	WrapperContainer      = "wrapper"
-	CLIContainer          = "cli"
-	AgentInstallContainer = "agent-install"
+	WrapperContainer        = "wrapper"
+	CLIContainer            = "cli"
+	WrapperInstallContainer = "wrapper-install"
 
 	WrapperMetricsPort = 9090
 	CLIMetricsPort     = 9091
 	MCPListen          = "127.0.0.1:7777"
 
-	// DefaultAgentCommand is the agent CLI on the wrapper image's PATH.
+	// DefaultAgentCommand is the agent CLI on the wrapper image's PATH, without an agent image.
 	DefaultAgentCommand = "claude"
-	// AgentDir is where an agent binary from project.spec.agent.image is copied.
-	AgentDir = "/opt/agent"
 	// DefaultBinaryPath is the agent binary's path inside project.spec.agent.image.
 	DefaultBinaryPath = "/agent"
+	// WrapperImageBinary is the wrapper's path in the wrapper image; with an agent image, the
+	// wrapper-install init container copies it to WrapperDir/wrapper.
+	WrapperImageBinary = "/usr/local/bin/wrapper"
+	WrapperDir         = "/opt/tatara"
 
 	WorkspaceDir = "/workspace"
 	HomeDir      = "/home/agent"
@@ -169,15 +171,12 @@ func wrapperEnv(task *tatarav1.Task, project *tatarav1.Project, cfg Config) []co
 	return append(env, common[n:]...)
 }
 
-// AgentCommand is the agent binary the wrapper runs for this Project.
+// AgentCommand is the agent binary the wrapper runs for this Project: its path inside the
+// agent image, or `claude` on the wrapper image's PATH when the Project names no agent image.
 func AgentCommand(project *tatarav1.Project) string {
 	if project.Spec.Agent.Image == "" {
 		return DefaultAgentCommand
 	}
-	return path.Join(AgentDir, path.Base(binaryPath(project)))
-}
-
-func binaryPath(project *tatarav1.Project) string {
 	if p := project.Spec.Agent.BinaryPath; p != "" {
 		return p
 	}
@@ -199,8 +198,9 @@ func containerSecurityContext() *corev1.SecurityContext {
 
 // BuildPod returns the Task's agent pod: the wrapper as main container, the cli as a native
 // sidecar (an init container with restartPolicy Always, so it starts first and is stopped
-// after the wrapper exits), and, when the Project names an agent image, an init container
-// that copies the agent binary into a shared emptyDir.
+// after the wrapper exits). When the Project names an agent image, the main container runs
+// that image, so the agent has its own runtime (libc, shell, git, ...), and an init container
+// copies the static wrapper from the wrapper image into a shared emptyDir for it to run.
 func BuildPod(task *tatarav1.Task, project *tatarav1.Project, cfg Config) *corev1.Pod {
 	emptyDir := corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
 	volumes := []corev1.Volume{
@@ -233,21 +233,25 @@ func BuildPod(task *tatarav1.Task, project *tatarav1.Project, cfg Config) *corev
 	}
 	initContainers := []corev1.Container{cli}
 
+	wrapperImage, wrapperCommand := cfg.WrapperImage, []string(nil) // the image's ENTRYPOINT
 	if project.Spec.Agent.Image != "" {
-		volumes = append(volumes, corev1.Volume{Name: "agent-bin", VolumeSource: emptyDir})
+		installed := path.Join(WrapperDir, "wrapper")
+		volumes = append(volumes, corev1.Volume{Name: "tatara-bin", VolumeSource: emptyDir})
 		initContainers = append(initContainers, corev1.Container{
-			Name:            AgentInstallContainer,
-			Image:           project.Spec.Agent.Image,
-			Command:         []string{"cp", binaryPath(project), AgentCommand(project)},
+			Name:            WrapperInstallContainer,
+			Image:           cfg.WrapperImage,
+			Command:         []string{"cp", WrapperImageBinary, installed},
 			SecurityContext: containerSecurityContext(),
-			VolumeMounts:    []corev1.VolumeMount{{Name: "agent-bin", MountPath: AgentDir}},
+			VolumeMounts:    []corev1.VolumeMount{{Name: "tatara-bin", MountPath: WrapperDir}},
 		})
-		wrapperMounts = append(wrapperMounts, corev1.VolumeMount{Name: "agent-bin", MountPath: AgentDir, ReadOnly: true})
+		wrapperMounts = append(wrapperMounts, corev1.VolumeMount{Name: "tatara-bin", MountPath: WrapperDir, ReadOnly: true})
+		wrapperImage, wrapperCommand = project.Spec.Agent.Image, []string{installed}
 	}
 
 	wrapper := corev1.Container{
 		Name:       WrapperContainer,
-		Image:      cfg.WrapperImage,
+		Image:      wrapperImage,
+		Command:    wrapperCommand,
 		WorkingDir: WorkspaceDir,
 		Env:        wrapperEnv(task, project, cfg),
 		Ports:      []corev1.ContainerPort{{Name: "metrics", ContainerPort: WrapperMetricsPort, Protocol: corev1.ProtocolTCP}},

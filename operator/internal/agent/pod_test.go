@@ -269,30 +269,36 @@ func TestBuildPodAgentImage(t *testing.T) {
 		name       string
 		binaryPath string
 		wantCmd    string
-		wantCopy   []string
 	}{
-		{"default binary path", "", "/opt/agent/agent", []string{"cp", "/agent", "/opt/agent/agent"}},
-		{"nested binary path", "/usr/local/bin/stand-in", "/opt/agent/stand-in", []string{"cp", "/usr/local/bin/stand-in", "/opt/agent/stand-in"}},
+		{"default binary path", "", "/agent"},
+		{"nested binary path", "/usr/local/bin/stand-in", "/usr/local/bin/stand-in"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := testProject()
 			p.Spec.Agent.Image = "stand-in-agent:1"
 			p.Spec.Agent.BinaryPath = tt.binaryPath
-			pod := BuildPod(testTask(tatarav1.KindImplement), p, testConfig())
+			cfg := testConfig()
+			pod := BuildPod(testTask(tatarav1.KindImplement), p, cfg)
 			if len(pod.Spec.InitContainers) != 2 || pod.Spec.InitContainers[0].Name != CLIContainer {
-				t.Fatalf("want [cli agent-install] init containers, got %d", len(pod.Spec.InitContainers))
+				t.Fatalf("want [cli wrapper-install] init containers, got %d", len(pod.Spec.InitContainers))
 			}
-			inst := container(t, pod, AgentInstallContainer)
-			if inst.Image != "stand-in-agent:1" || !slices.Equal(inst.Command, tt.wantCopy) {
-				t.Fatalf("agent-install %s %v, want stand-in-agent:1 %v", inst.Image, inst.Command, tt.wantCopy)
+			inst := container(t, pod, WrapperInstallContainer)
+			if want := []string{"cp", "/usr/local/bin/wrapper", "/opt/tatara/wrapper"}; inst.Image != cfg.WrapperImage || !slices.Equal(inst.Command, want) {
+				t.Fatalf("wrapper-install %s %v, want %s %v", inst.Image, inst.Command, cfg.WrapperImage, want)
 			}
+			// The agent image hosts the main container; the wrapper copied from the wrapper image runs it.
 			w := container(t, pod, WrapperContainer)
+			if w.Image != "stand-in-agent:1" || !slices.Equal(w.Command, []string{"/opt/tatara/wrapper"}) {
+				t.Fatalf("main container %s %v, want stand-in-agent:1 [/opt/tatara/wrapper]", w.Image, w.Command)
+			}
 			if got, _ := envValue(w.Env, "TATARA_AGENT_COMMAND"); got != tt.wantCmd {
 				t.Fatalf("TATARA_AGENT_COMMAND = %q, want %q", got, tt.wantCmd)
 			}
-			if !slices.ContainsFunc(w.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == AgentDir && m.Name == "agent-bin" }) {
-				t.Fatalf("wrapper does not mount the agent emptyDir at %s", AgentDir)
+			if !slices.ContainsFunc(w.VolumeMounts, func(m corev1.VolumeMount) bool {
+				return m.MountPath == WrapperDir && m.Name == "tatara-bin" && m.ReadOnly
+			}) {
+				t.Fatalf("main container does not mount the wrapper emptyDir read-only at %s", WrapperDir)
 			}
 		})
 	}

@@ -37,10 +37,10 @@ func TestParseConfig(t *testing.T) {
 				t.Fatalf("config = %+v", c)
 			}
 		}, ""},
-		{"environment", nil, with("TATARA_AGENT_COMMAND", "/opt/agent/agent", "TATARA_WRAPPER_METRICS_ADDR", "127.0.0.1:0",
+		{"environment", nil, with("TATARA_AGENT_COMMAND", "/agent", "TATARA_WRAPPER_METRICS_ADDR", "127.0.0.1:0",
 			"TATARA_WRAPPER_LINGER", "30s", "TATARA_WRAPPER_STATE_DIR", "/state", "TATARA_WRAPPER_LOG_LEVEL", "debug"),
 			func(t *testing.T, c Config) {
-				if c.AgentCommand != "/opt/agent/agent" || c.MetricsAddr != "127.0.0.1:0" || c.Linger != 30*time.Second ||
+				if c.AgentCommand != "/agent" || c.MetricsAddr != "127.0.0.1:0" || c.Linger != 30*time.Second ||
 					c.ConfigDir != "/state/claude" || c.LogLevel != slog.LevelDebug {
 					t.Fatalf("config = %+v", c)
 				}
