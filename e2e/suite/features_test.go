@@ -16,6 +16,7 @@ import (
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/e2e-framework/klient/k8s"
+	"sigs.k8s.io/e2e-framework/klient/k8s/resources"
 	"sigs.k8s.io/e2e-framework/klient/wait"
 	"sigs.k8s.io/e2e-framework/klient/wait/conditions"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
@@ -131,6 +132,7 @@ func TestGatingPerProfile(t *testing.T) {
 			for kind, task := range tasks {
 				want := wantTools[kind]
 				pod := runningAgentPod(ctx, t, r, cs, task, "tools verified for profile "+want.profile)
+				checkAgentImageHostsWrapper(ctx, t, r, pod)
 				for _, name := range []string{"cli", "wrapper"} {
 					c, ok := container(pod, name)
 					if !ok {
@@ -388,4 +390,27 @@ func TestTerminalIntent(t *testing.T) {
 			return ctx
 		}).Feature()
 	testenv.Test(t, f)
+}
+
+// checkAgentImageHostsWrapper: with the Project's agent image, the main container runs that image
+// and the wrapper reached it through the wrapper-install init container (wrapper image pinned in
+// helmfile), which the real kubelet ran to completion.
+func checkAgentImageHostsWrapper(ctx context.Context, t *testing.T, r *resources.Resources, pod *corev1.Pod) {
+	t.Helper()
+	var project tatarav1.Project
+	if err := r.Get(ctx, kindProject, agentNamespace, &project); err != nil {
+		t.Fatal(err)
+	}
+	wrapperImage := "tatara.local/tatara-wrapper:" + helmfilePins(t)["tatara-wrapper"]
+	if c, ok := container(pod, "wrapper"); !ok || project.Spec.Agent.Image == "" || c.Image != project.Spec.Agent.Image {
+		t.Errorf("pod %s main container image = %q, want the Project's agent image %q", pod.Name, c.Image, project.Spec.Agent.Image)
+	}
+	if c, ok := container(pod, "wrapper-install"); !ok || c.Image != wrapperImage {
+		t.Errorf("pod %s wrapper-install image = %q, want %q", pod.Name, c.Image, wrapperImage)
+	}
+	for _, st := range pod.Status.InitContainerStatuses {
+		if st.Name == "wrapper-install" && (st.State.Terminated == nil || st.State.Terminated.ExitCode != 0) {
+			t.Errorf("pod %s wrapper-install did not complete: %+v", pod.Name, st.State)
+		}
+	}
 }
