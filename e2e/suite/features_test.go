@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -408,9 +409,10 @@ func checkAgentImageHostsWrapper(ctx context.Context, t *testing.T, r *resources
 	if c, ok := container(pod, "wrapper-install"); !ok || c.Image != wrapperImage {
 		t.Errorf("pod %s wrapper-install image = %q, want %q", pod.Name, c.Image, wrapperImage)
 	}
-	for _, st := range pod.Status.InitContainerStatuses {
-		if st.Name == "wrapper-install" && (st.State.Terminated == nil || st.State.Terminated.ExitCode != 0) {
-			t.Errorf("pod %s wrapper-install did not complete: %+v", pod.Name, st.State)
-		}
+	i := slices.IndexFunc(pod.Status.InitContainerStatuses, func(st corev1.ContainerStatus) bool { return st.Name == "wrapper-install" })
+	if i < 0 {
+		t.Errorf("pod %s has no wrapper-install status", pod.Name)
+	} else if st := pod.Status.InitContainerStatuses[i]; st.State.Terminated == nil || st.State.Terminated.ExitCode != 0 {
+		t.Errorf("pod %s wrapper-install did not complete: %+v", pod.Name, st.State)
 	}
 }

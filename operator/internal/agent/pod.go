@@ -36,6 +36,7 @@ const (
 	// WrapperImageBinary is the wrapper's path in the wrapper image; with an agent image, the
 	// wrapper-install init container copies it to WrapperDir/wrapper.
 	WrapperImageBinary = "/usr/local/bin/wrapper"
+	WrapperImageCP     = "/usr/local/bin/cp"
 	WrapperDir         = "/opt/tatara"
 
 	WorkspaceDir = "/workspace"
@@ -240,7 +241,7 @@ func BuildPod(task *tatarav1.Task, project *tatarav1.Project, cfg Config) *corev
 		initContainers = append(initContainers, corev1.Container{
 			Name:            WrapperInstallContainer,
 			Image:           cfg.WrapperImage,
-			Command:         []string{"cp", WrapperImageBinary, installed},
+			Command:         []string{WrapperImageCP, WrapperImageBinary, installed},
 			SecurityContext: containerSecurityContext(),
 			VolumeMounts:    []corev1.VolumeMount{{Name: "tatara-bin", MountPath: WrapperDir}},
 		})

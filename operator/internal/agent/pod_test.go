@@ -284,7 +284,7 @@ func TestBuildPodAgentImage(t *testing.T) {
 				t.Fatalf("want [cli wrapper-install] init containers, got %d", len(pod.Spec.InitContainers))
 			}
 			inst := container(t, pod, WrapperInstallContainer)
-			if want := []string{"cp", "/usr/local/bin/wrapper", "/opt/tatara/wrapper"}; inst.Image != cfg.WrapperImage || !slices.Equal(inst.Command, want) {
+			if want := []string{"/usr/local/bin/cp", "/usr/local/bin/wrapper", "/opt/tatara/wrapper"}; inst.Image != cfg.WrapperImage || !slices.Equal(inst.Command, want) {
 				t.Fatalf("wrapper-install %s %v, want %s %v", inst.Image, inst.Command, cfg.WrapperImage, want)
 			}
 			// The agent image hosts the main container; the wrapper copied from the wrapper image runs it.
