@@ -16,13 +16,7 @@ import (
 // that {category, severity} from the next scrape on, stay quiet before it, and clear once the
 // report has left the window.
 func TestInternalIssueAlertsFireOnOneReport(t *testing.T) {
-	tests := []struct {
-		chart, alert, metric string
-	}{
-		{"tatara-cli", "TataraMCPInternalIssueReported", "tatara_mcp_internal_issue_total"},
-		{"tatara-wrapper", "TataraWrapperInternalIssueReported", "tatara_wrapper_internal_issue_total"},
-	}
-	for _, tc := range tests {
+	for _, tc := range internalIssueAlerts {
 		t.Run(tc.chart, func(t *testing.T) {
 			expr, ok := promExprs(t, mustRender(t, tc.chart, monitoringOn()))[tc.alert]
 			if !ok {

@@ -403,14 +403,16 @@ func metricNames(t *testing.T, expr string) []string {
 	return names
 }
 
+// internalIssueAlerts are the charts' alerts on the two internal-issue counters.
+var internalIssueAlerts = []struct {
+	chart, alert, metric string
+}{
+	{"tatara-cli", "TataraMCPInternalIssueReported", "tatara_mcp_internal_issue_total"},
+	{"tatara-wrapper", "TataraWrapperInternalIssueReported", "tatara_wrapper_internal_issue_total"},
+}
+
 func TestPrometheusRulesParseAndAlertOnTheInternalIssueCounters(t *testing.T) {
-	tests := []struct {
-		chart, alert, metric string
-	}{
-		{"tatara-cli", "TataraMCPInternalIssueReported", "tatara_mcp_internal_issue_total"},
-		{"tatara-wrapper", "TataraWrapperInternalIssueReported", "tatara_wrapper_internal_issue_total"},
-	}
-	for _, tc := range tests {
+	for _, tc := range internalIssueAlerts {
 		t.Run(tc.chart, func(t *testing.T) {
 			r := mustRender(t, tc.chart, monitoringOn())
 			for _, o := range r.objects {
