@@ -12,9 +12,9 @@ import (
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 )
 
-// TestEnumsAgreeWithTheCLI proves the operator accepts exactly the enumerated values the cli
-// advertises to agents in its tool schemas: each advertised value passes validation, and a value
-// outside the list is refused with an error naming the field.
+// TestEnumsAgreeWithTheCLI proves the operator accepts every enumerated value the cli advertises
+// to agents in its tool schemas, and refuses a value outside the list with an error naming the
+// field (an extra value the operator alone accepts would go unnoticed for request bodies).
 func TestEnumsAgreeWithTheCLI(t *testing.T) {
 	kinds := make([]string, 0, len(tatarav1.TaskKinds))
 	for _, k := range tatarav1.TaskKinds {
