@@ -124,11 +124,43 @@ func startWrapper(t *testing.T, env ...string) *wrapperRun {
 			_ = cmd.Process.Kill()
 			<-r.done
 		}
+		for _, line := range strings.Split(strings.TrimSpace(r.rawLogs()), "\n") {
+			if keys := duplicateKeys(line); len(keys) > 0 {
+				t.Errorf("log line repeats keys %v: %s", keys, line)
+			}
+		}
 		if t.Failed() {
 			t.Logf("wrapper logs:\n%s", r.rawLogs())
 		}
 	})
 	return r
+}
+
+// duplicateKeys returns the top-level keys a JSON object line has more than once (slog writes a
+// key twice when a logger's With and a call both set it; JSON readers then disagree on it).
+func duplicateKeys(line string) []string {
+	dec := json.NewDecoder(strings.NewReader(line))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil
+	}
+	seen := map[string]bool{}
+	var dups []string
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return dups
+		}
+		key, _ := tok.(string)
+		if seen[key] {
+			dups = append(dups, key)
+		}
+		seen[key] = true
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return dups
+		}
+	}
+	return dups
 }
 
 func (r *wrapperRun) rawLogs() string {

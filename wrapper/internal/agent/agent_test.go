@@ -27,12 +27,30 @@ func TestArgs(t *testing.T) {
 }
 
 func TestEnv(t *testing.T) {
-	parent := []string{"PATH=/bin", "CLAUDE_CODE_CHILD_SESSION=1", "CLAUDE_CODE_ENTRYPOINT=cli",
-		"CLAUDE_CONFIG_DIR=/home/x/.claude", "TATARA_TOKEN=secret", "ANTHROPIC_API_KEY=k", "TATARA_TASK=t1"}
-	got := Env(parent, "/state/claude", "TATARA_TOKEN")
-	want := []string{"PATH=/bin", "ANTHROPIC_API_KEY=k", "TATARA_TASK=t1", "CLAUDE_CONFIG_DIR=/state/claude"}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("Env = %q, want %q", got, want)
+	tests := []struct {
+		name   string
+		parent []string
+		want   []string
+	}{
+		{
+			name: "breaking and dropped variables go, other CLAUDE_CODE_* pass, defaults are added",
+			parent: []string{"PATH=/bin", "CLAUDE_CODE_CHILD_SESSION=1", "CLAUDE_CODE_MAX_OUTPUT_TOKENS=4096",
+				"CLAUDE_CONFIG_DIR=/home/x/.claude", "TATARA_TOKEN=secret", "ANTHROPIC_API_KEY=k", "ENABLE_TOOL_SEARCH=false"},
+			want: []string{"PATH=/bin", "CLAUDE_CODE_MAX_OUTPUT_TOKENS=4096", "ANTHROPIC_API_KEY=k", "ENABLE_TOOL_SEARCH=false",
+				"DISABLE_TELEMETRY=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "CLAUDE_CONFIG_DIR=/state/claude"},
+		},
+		{
+			name:   "a Project's own value of a default wins",
+			parent: []string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=0", "DISABLE_TELEMETRY=1"},
+			want:   []string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=0", "DISABLE_TELEMETRY=1", "CLAUDE_CONFIG_DIR=/state/claude"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Env(tt.parent, "/state/claude", "TATARA_TOKEN"); !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("Env = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }
 

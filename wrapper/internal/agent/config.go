@@ -73,17 +73,36 @@ func Args(mcpConfigPath, sessionID, prompt string) []string {
 // ConfigDirEnv is where the agent CLI keeps its state, transcripts included.
 const ConfigDirEnv = "CLAUDE_CONFIG_DIR"
 
-// Env returns the agent's environment: parent minus inherited CLAUDE_CODE_* variables (an
-// inherited CLAUDE_CODE_CHILD_SESSION, for one, turns transcript saving off), minus an inherited
-// CLAUDE_CONFIG_DIR and the variables in drop, plus CLAUDE_CONFIG_DIR=configDir.
+// BreakingEnv are inherited variables known to break the run, dropped from the agent's
+// environment: CLAUDE_CODE_CHILD_SESSION turns transcript saving off, so the wrapper would see
+// nothing. Every other CLAUDE_CODE_* variable (CLAUDE_CODE_MAX_OUTPUT_TOKENS, ...) passes through
+// from the Project's extraEnvs.
+var BreakingEnv = []string{"CLAUDE_CODE_CHILD_SESSION"}
+
+// DefaultEnv is set for the agent unless its environment already sets the variable: an agent pod
+// sends nothing beyond its model and its MCP server. DISABLE_TELEMETRY and
+// CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC each stop the CLI's calls to its vendor's telemetry and
+// update hosts, which an egress-restricted pod could not reach anyway.
+var DefaultEnv = []string{"DISABLE_TELEMETRY=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"}
+
+// Env returns the agent's environment: parent minus BreakingEnv, an inherited CLAUDE_CONFIG_DIR
+// and the variables in drop; then DefaultEnv entries the parent does not set; then
+// CLAUDE_CONFIG_DIR=configDir (the wrapper tails the transcript there, so it is not negotiable).
 func Env(parent []string, configDir string, drop ...string) []string {
-	out := make([]string, 0, len(parent)+1)
+	out := make([]string, 0, len(parent)+len(DefaultEnv)+1)
+	set := map[string]bool{}
 	for _, kv := range parent {
 		name, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(name, "CLAUDE_CODE_") || name == ConfigDirEnv || contains(drop, name) {
+		if name == ConfigDirEnv || contains(BreakingEnv, name) || contains(drop, name) {
 			continue
 		}
+		set[name] = true
 		out = append(out, kv)
+	}
+	for _, kv := range DefaultEnv {
+		if name, _, _ := strings.Cut(kv, "="); !set[name] {
+			out = append(out, kv)
+		}
 	}
 	return append(out, ConfigDirEnv+"="+configDir)
 }

@@ -139,7 +139,7 @@ func run(cfg Config, red *redact.Redactor, log *slog.Logger, environ []string) i
 	sessionID := uuid.NewString()
 
 	tailer := transcript.New(cfg.ConfigDir, sessionID,
-		transcript.WithLogger(log.With(slog.String("session_id", sessionID))),
+		transcript.WithLogger(log),
 		transcript.WithRedactor(red),
 		transcript.WithCounter(m.StreamEventsTotal),
 		transcript.WithInternalIssueCounter(m.InternalIssueTotal),

@@ -23,11 +23,16 @@ var blockLabels = map[string]string{
 	"tool_use": "tool_use", "tool_result": "tool_result", "image": "image", "document": "document",
 }
 
-// recordLabels are line types, counted per line when the line carries no content blocks.
+// recordLabels are line types, counted per line when the line carries no content blocks. The
+// second group is the bookkeeping Claude Code 2.1 writes between turns (the request it sent, its
+// shape and blobs, tool and cost state); a real transcript of it is testdata/claude-2.1.328.jsonl.
 var recordLabels = map[string]string{
 	"user": "user", "assistant": "assistant", "system": "system", "summary": "summary",
 	"queue-operation": "queue-operation", "attachment": "attachment", "progress": "progress",
 	"file-history-snapshot": "file-history-snapshot",
+
+	"api-request": "api-request", "api-request-blob": "api-request-blob", "api-request-shape": "api-request-shape",
+	"atis-latch": "atis-latch", "tools-used": "tools-used", "last-prompt": "last-prompt", "cost-state": "cost-state",
 }
 
 func clampBlockType(s string) string {

@@ -167,6 +167,8 @@ func New(root, sessionID string, opts ...Option) *Tailer {
 	for _, o := range opts {
 		o(t)
 	}
+	// Every line the tailer logs names its session, once.
+	t.log = t.log.With(slog.String("session_id", sessionID))
 	t.beat()
 	return t
 }
@@ -207,8 +209,7 @@ func (t *Tailer) Drain() {
 		f.close()
 	}
 	if len(t.order) == 0 {
-		t.log.Warn("no transcript found for the session",
-			slog.String("session_id", t.sessionID), slog.String("root", t.root))
+		t.log.Warn("no transcript found for the session", slog.String("root", t.root))
 	}
 }
 
