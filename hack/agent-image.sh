@@ -6,7 +6,7 @@
 # gives it HOME, /tmp and the workspace as emptyDirs on a read-only root filesystem.
 #
 # The image carries a label with the hash of its inputs; when an image with that tag and hash
-# exists, nothing is done. Usage: hack/agent-image.sh [IMAGE] (GOARCH picks the architecture).
+# exists, nothing is done. Usage: hack/agent-image.sh [IMAGE] (GOARCH picks the architecture, as for hack/claude-code.sh).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -17,7 +17,6 @@ source "${ROOT}/hack/lib/debian.sh"
 
 CACHE="${TATARA_CACHE:-${HOME}/.cache/tatara}"
 DEB_CACHE="${CACHE}/debian"
-NPM_CACHE="${CACHE}/npm"
 IMAGE="${1:-tatara.local/tatara-agent-claude:${CLAUDE_CODE_VERSION}}"
 INPUTS_LABEL="dev.tatara.agent-image.inputs"
 AGENT_UID=65532
@@ -29,46 +28,19 @@ log() { printf '[agent-image %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
 [[ "$(id -u)" == 0 ]] || die "building the agent image needs root (debootstrap)"
-for tool in docker npm sha512sum base64 od tar; do
+for tool in docker tar; do
 	command -v "${tool}" >/dev/null || die "${tool} is not on PATH"
 done
 
-case "${GOARCH:-$(go env GOARCH)}" in
-	amd64) NPM_ARCH=x64; INTEGRITY="${CLAUDE_CODE_INTEGRITY_LINUX_X64}" ;;
-	arm64) NPM_ARCH=arm64; INTEGRITY="${CLAUDE_CODE_INTEGRITY_LINUX_ARM64}" ;;
-	*) die "no Claude Code build is pinned for GOARCH=${GOARCH:-$(go env GOARCH)} (amd64 and arm64 are)" ;;
-esac
-PACKAGE="@anthropic-ai/claude-code-linux-${NPM_ARCH}@${CLAUDE_CODE_VERSION}"
-
-# claude_tgz prints the path of the package tarball, fetched once and verified every time.
-claude_tgz() {
-	local dir="${NPM_CACHE}/claude-code-linux-${NPM_ARCH}-${CLAUDE_CODE_VERSION}" tgz want got
-	mkdir -p "${dir}"
-	tgz="$(find "${dir}" -maxdepth 1 -name '*.tgz' | head -n1)"
-	if [[ -z "${tgz}" ]]; then
-		log "npm pack ${PACKAGE}"
-		(cd "${dir}" && npm pack --silent "${PACKAGE}" >/dev/null) || die "npm pack ${PACKAGE} failed"
-		tgz="$(find "${dir}" -maxdepth 1 -name '*.tgz' | head -n1)"
-		[[ -n "${tgz}" ]] || die "npm pack ${PACKAGE} wrote no tarball into ${dir}"
-	fi
-	# npm's integrity is the base64 of the digest; compare it as hex.
-	want="$(printf '%s' "${INTEGRITY#sha512-}" | base64 -d | od -An -v -tx1 | tr -d ' \n')"
-	got="$(sha512sum "${tgz}" | cut -d' ' -f1)"
-	if [[ "${got}" != "${want}" ]]; then
-		rm -f "${tgz}"
-		die "${PACKAGE}: sha512 ${got} is not the pinned ${want} (hack/versions.env); the tarball was removed"
-	fi
-	echo "${tgz}"
-}
-
 main() {
 	debian_init
-	local tgz rootfs hash work
-	tgz="$(claude_tgz)"
+	local claude rootfs hash
+	claude="$("${ROOT}/hack/claude-code.sh")"
 	mkdir -p "${DEB_CACHE}"
 	rootfs="$(cached_rootfs agent "${AGENT_PACKAGES[@]}")"
 	hash="$({
-		echo "${IMAGE} ${SUITE} ${MIRROR} ${INTEGRITY}"
+		echo "${IMAGE} ${SUITE} ${MIRROR}"
+		sha256sum "${claude}"
 		printf '%s\n' "${AGENT_PACKAGES[@]}"
 		cat "${BASH_SOURCE[0]}" "${ROOT}/hack/lib/debian.sh"
 	} | sha256sum | cut -c1-32)"
@@ -78,10 +50,9 @@ main() {
 	fi
 
 	work="$(mktemp -d "${CACHE}/agent-image.XXXXXX")"
-	trap 'rm -rf "${work}"' EXIT
+	trap 'rm -rf "${work:?}"' EXIT
 	tar --numeric-owner -C "${work}" -xf "${rootfs}"
-	tar -C "${work}/usr/local/bin" --strip-components=1 -xzf "${tgz}" package/claude
-	chmod 0755 "${work}/usr/local/bin/claude"
+	install -m 0755 "${claude}" "${work}/usr/local/bin/claude"
 	# A passwd entry for the agent's UID: git and ssh look the user up. HOME itself is the pod's
 	# emptyDir; nothing in the image is writable by the agent.
 	echo "agent:x:${AGENT_UID}:${AGENT_UID}:agent:/home/agent:/bin/bash" >>"${work}/etc/passwd"

@@ -168,8 +168,21 @@ func wrapperEnv(task *tatarav1.Task, project *tatarav1.Project, cfg Config) []co
 		corev1.EnvVar{Name: "TATARA_AGENT_COMMAND", Value: AgentCommand(project)},
 		// The root filesystem is read-only; the agent keeps its config under a writable HOME.
 		corev1.EnvVar{Name: "HOME", Value: HomeDir},
+		corev1.EnvVar{Name: ToolSearchEnv, Value: string(ToolSearch(project))},
 	)
 	return append(env, common[n:]...)
+}
+
+// ToolSearchEnv is the agent CLI's variable for its tool-search mode.
+const ToolSearchEnv = "ENABLE_TOOL_SEARCH"
+
+// ToolSearch is the Project's tool-search mode; unset (an object written before the field had a
+// default) is ToolSearchOff.
+func ToolSearch(project *tatarav1.Project) tatarav1.ToolSearchMode {
+	if project.Spec.Agent.ToolSearch == "" {
+		return tatarav1.ToolSearchOff
+	}
+	return project.Spec.Agent.ToolSearch
 }
 
 // AgentCommand is the agent binary the wrapper runs for this Project: its path inside the

@@ -142,7 +142,7 @@ func TestBuildPodEnvOrder(t *testing.T) {
 	}{
 		{"cli sidecar", CLIContainer, append(slices.Clone(contract), "TATARA_TOOL_PROFILE", "HTTPS_PROXY")},
 		{"wrapper", WrapperContainer, append(slices.Clone(contract),
-			"TATARA_DIRECTIVE", "TATARA_AGENT_COMMAND", "HOME", "TATARA_TOOL_PROFILE", "HTTPS_PROXY")},
+			"TATARA_DIRECTIVE", "TATARA_AGENT_COMMAND", "HOME", "ENABLE_TOOL_SEARCH", "TATARA_TOOL_PROFILE", "HTTPS_PROXY")},
 	}
 	pod := BuildPod(testTask(tatarav1.KindImplement), testProject(extras...), testConfig())
 	for _, tt := range tests {
@@ -162,6 +162,33 @@ func TestBuildPodEnvOrder(t *testing.T) {
 			if tok.Value != "" || tok.ValueFrom == nil || tok.ValueFrom.SecretKeyRef == nil ||
 				tok.ValueFrom.SecretKeyRef.Name != "tatara-agent-t1-token" || tok.ValueFrom.SecretKeyRef.Key != "token" {
 				t.Fatalf("TATARA_TOKEN must be a secretKeyRef to tatara-agent-t1-token/token, got %+v", tok)
+			}
+		})
+	}
+}
+
+// TestToolSearchEnv: the Project's mode reaches the agent (the wrapper container) only; unset
+// means "false", the measured default.
+func TestToolSearchEnv(t *testing.T) {
+	tests := []struct {
+		mode tatarav1.ToolSearchMode
+		want string
+	}{
+		{"", "false"},
+		{tatarav1.ToolSearchOff, "false"},
+		{tatarav1.ToolSearchOn, "true"},
+		{tatarav1.ToolSearchAuto, "auto"},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.mode), func(t *testing.T) {
+			p := testProject()
+			p.Spec.Agent.ToolSearch = tt.mode
+			pod := BuildPod(testTask(tatarav1.KindImplement), p, testConfig())
+			if got, i := envValue(container(t, pod, WrapperContainer).Env, "ENABLE_TOOL_SEARCH"); i < 0 || got != tt.want {
+				t.Errorf("wrapper ENABLE_TOOL_SEARCH = %q (index %d), want %q", got, i, tt.want)
+			}
+			if _, i := envValue(container(t, pod, CLIContainer).Env, "ENABLE_TOOL_SEARCH"); i >= 0 {
+				t.Errorf("the cli container has ENABLE_TOOL_SEARCH; only the agent reads it")
 			}
 		})
 	}
