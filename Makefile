@@ -49,6 +49,12 @@ test: vet ## Unit and integration tests of every module.
 bench: ## Benchmarks; each prints its figures (ratios against an in-process baseline).
 	@for m in $(MODULES); do echo "== bench $$m"; (cd $$m && go test -run '^$$' -bench . -benchtime 1x -v ./... | grep --line-buffered -vE '^(=== RUN|goos|goarch|pkg|cpu|PASS|ok )'); done
 
+.PHONY: bench-tool-search
+bench-tool-search: ## The real agent CLI against the model stand-in: tokens and turns per ENABLE_TOOL_SEARCH mode.
+	@mkdir -p $(BIN_DIR)
+	@$(call go_build,tatara,$(BIN_DIR)/tatara)
+	@claude=$$(hack/claude-code.sh) && cd e2e && go run ./cmd/toolsearch-bench --claude "$$claude" --tatara $(BIN_DIR)/tatara
+
 .PHONY: docs
 docs: ## Regenerate cli/docs/tools.md from the tool catalog.
 	cd cli && UPDATE_DOCS=1 go test ./internal/cli -run TestToolReferenceUpToDate -count=1
@@ -65,11 +71,12 @@ chart_app_version = $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\} *$
 CLI_VERSION := $(call chart_app_version,tatara-cli)
 WRAPPER_VERSION := $(call chart_app_version,tatara-wrapper)
 OPERATOR_VERSION := $(call chart_app_version,tatara-operator)
-# The stand-in agent is versioned with the wrapper it drives (helmfile environment kind pins it).
-AGENT_STANDIN_VERSION := $(WRAPPER_VERSION)
+# The e2e stand-ins are versioned with the wrapper: the agent stand-in (the wrapper's process
+# tests) and the model stand-in (the kind environment's model).
+STANDIN_VERSION := $(WRAPPER_VERSION)
 
 # Binaries: <name>_MODULE, _PKG (inside the module), _VERSION, _VERSION_VAR (the -X target).
-BINARIES := tatara wrapper operator agent-standin
+BINARIES := tatara wrapper operator agent-standin model-standin
 tatara_MODULE := cli
 tatara_PKG := ./cmd/tatara
 tatara_VERSION := $(CLI_VERSION)
@@ -87,8 +94,12 @@ operator_VERSION := $(OPERATOR_VERSION)
 operator_VERSION_VAR := tatara.dev/operator/internal/version.Version
 agent-standin_MODULE := e2e
 agent-standin_PKG := ./cmd/agent-standin
-agent-standin_VERSION := $(AGENT_STANDIN_VERSION)
+agent-standin_VERSION := $(STANDIN_VERSION)
 agent-standin_VERSION_VAR := main.version
+model-standin_MODULE := e2e
+model-standin_PKG := ./cmd/model-standin
+model-standin_VERSION := $(STANDIN_VERSION)
+model-standin_VERSION_VAR := main.version
 # Only the binaries whose module is in this checkout (a branch may not have them all yet).
 PRESENT_BINARIES := $(foreach b,$(BINARIES),$(if $(wildcard $($(b)_MODULE)/go.mod),$(b)))
 
@@ -201,26 +212,31 @@ helmfile: ## Install the pinned helmfile into the cache; print its path.
 
 # Images `make images` builds: <registry>/<name>:<version>, the version being the component's.
 IMAGE_REGISTRY ?= tatara.local
-IMAGE_NAMES := tatara-cli tatara-wrapper tatara-operator tatara-agent-standin
+# Images built FROM scratch from hack/image/Dockerfile, and the agent image (hack/agent-image.sh).
+IMAGE_NAMES := tatara-cli tatara-wrapper tatara-operator tatara-model-standin
 tatara-cli_VERSION := $(CLI_VERSION)
 tatara-wrapper_VERSION := $(WRAPPER_VERSION)
 tatara-operator_VERSION := $(OPERATOR_VERSION)
-tatara-agent-standin_VERSION := $(AGENT_STANDIN_VERSION)
-IMAGE_REFS := $(foreach i,$(IMAGE_NAMES),$(IMAGE_REGISTRY)/$(i):$($(i)_VERSION))
+tatara-model-standin_VERSION := $(STANDIN_VERSION)
+AGENT_IMAGE := $(IMAGE_REGISTRY)/tatara-agent-claude:$(CLAUDE_CODE_VERSION)
+IMAGE_REFS := $(foreach i,$(IMAGE_NAMES),$(IMAGE_REGISTRY)/$(i):$($(i)_VERSION)) $(AGENT_IMAGE)
 IMAGE_CONTEXT := $(BIN_DIR)/image-context
+# The binaries the FROM-scratch images hold (the agent stand-in is only for the wrapper's tests).
+IMAGE_BINARIES := tatara wrapper operator model-standin
 # Images are linux binaries of the host's architecture (kind runs on this host).
 IMAGE_GOARCH ?= $(shell go env GOARCH)
 
 .PHONY: images
-images: ## Build the four images (FROM scratch, UID 65532) with docker, tagged with the pinned versions.
+images: ## Build the images (FROM scratch, and the Claude Code agent image), tagged with the pinned versions.
 	@hack/ensure-docker.sh
-	@$(foreach b,$(BINARIES),[ -f $($(b)_MODULE)/go.mod ] || { echo "make images: module $($(b)_MODULE)/ (binary $(b)) is missing from this checkout"; exit 1; };)
+	@$(foreach b,$(IMAGE_BINARIES),[ -f $($(b)_MODULE)/go.mod ] || { echo "make images: module $($(b)_MODULE)/ (binary $(b)) is missing from this checkout"; exit 1; };)
 	@mkdir -p $(IMAGE_CONTEXT)
-	@$(foreach b,$(BINARIES),echo "== build $(b) $($(b)_VERSION) (linux/$(IMAGE_GOARCH))"; $(call go_build,$(b),$(IMAGE_CONTEXT)/$(b),GOOS=linux GOARCH=$(IMAGE_GOARCH)) &&) true
+	@$(foreach b,$(IMAGE_BINARIES),echo "== build $(b) $($(b)_VERSION) (linux/$(IMAGE_GOARCH))"; $(call go_build,$(b),$(IMAGE_CONTEXT)/$(b),GOOS=linux GOARCH=$(IMAGE_GOARCH)) &&) true
 	cd hack/cp && GOWORK=off CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_GOARCH) go build -trimpath -ldflags "-s -w" -o $(IMAGE_CONTEXT)/cp .
 	@$(foreach i,$(IMAGE_NAMES),echo "== image $(IMAGE_REGISTRY)/$(i):$($(i)_VERSION)"; \
 		docker build -q --target $(i) --build-arg VERSION=$($(i)_VERSION) -t $(IMAGE_REGISTRY)/$(i):$($(i)_VERSION) \
 		-f hack/image/Dockerfile $(IMAGE_CONTEXT) 2>&1 >/dev/null | sed '/legacy builder is deprecated/,/buildx\//d' &&) true
+	@echo "== image $(AGENT_IMAGE)"; GOARCH=$(IMAGE_GOARCH) hack/agent-image.sh $(AGENT_IMAGE)
 	@docker image ls --format '{{.Repository}}:{{.Tag}}\t{{.Size}}' | grep -F -e '$(IMAGE_REGISTRY)/tatara-' | sort
 
 .PHONY: image-refs
@@ -228,12 +244,12 @@ image-refs: ## Print the image references make images builds.
 	@echo $(IMAGE_REFS)
 
 .PHONY: check-pins
-check-pins: ## Prove helmfile pins == Chart.yaml version/appVersion == the tags make images builds.
+check-pins: ## Prove helmfile pins == Chart.yaml version/appVersion (agent: hack/versions.env) == the tags make images builds.
 	@cd charts && go run ./cmd/pins check --root .. --images "$(IMAGE_REFS)"
 
 .PHONY: bump
-bump: ## Bump a component everywhere: make bump COMPONENT=cli|wrapper|operator VERSION=x.y.z
-	@if [ -z "$(COMPONENT)" ] || [ -z "$(VERSION)" ]; then echo "usage: make bump COMPONENT=cli|wrapper|operator VERSION=x.y.z"; exit 2; fi
+bump: ## Bump a component everywhere: make bump COMPONENT=cli|wrapper|operator|agent VERSION=x.y.z
+	@if [ -z "$(COMPONENT)" ] || [ -z "$(VERSION)" ]; then echo "usage: make bump COMPONENT=cli|wrapper|operator|agent VERSION=x.y.z"; exit 2; fi
 	@cd charts && go run ./cmd/pins bump --root .. --component "$(COMPONENT)" --version "$(VERSION)"
 
 .PHONY: sync-crds

@@ -88,14 +88,15 @@ func helmfileTemplate(t *testing.T, env string) string {
 func TestHelmfileTemplate(t *testing.T) {
 	st := loadPins(t)
 	cli, wrapper, operator := componentVersion(t, st, "cli"), componentVersion(t, st, "wrapper"), componentVersion(t, st, "operator")
+	agent := componentVersion(t, st, "agent")
 	tests := []struct {
 		env        string
 		registry   string
 		agentImage string
 		monitoring bool
 	}{
-		{"kind", "tatara.local", "tatara.local/tatara-agent-standin:" + wrapper, false},
-		{"production", "registry.example.com/tatara", "", true},
+		{"kind", "tatara.local", "tatara.local/tatara-agent-claude:" + agent, false},
+		{"production", "registry.example.com/tatara", "registry.example.com/tatara/tatara-agent-claude:" + agent, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.env, func(t *testing.T) {

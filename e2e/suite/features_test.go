@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	"sigs.k8s.io/yaml"
 
+	"tatara.dev/cli/pkg/profiles"
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 )
 
@@ -112,27 +113,76 @@ func TestInstall(t *testing.T) {
 	testenv.Test(t, f)
 }
 
-// TestGatingPerProfile: a brainstorm and an implement Task get pods whose cli registers exactly
-// their profile: env from the kind, startup log, gauge and the agent's own tools/list.
+// lingerEnv keeps the wrapper serving /metrics after the agent exits, so a finished run's pod can
+// still be scraped; deleting the Task ends it.
+var lingerEnv = corev1.EnvVar{Name: "TATARA_WRAPPER_LINGER", Value: "10m"}
+
+// projectCopy creates a copy of the helmfile-deployed Project, changed by mutate.
+func projectCopy(ctx context.Context, t *testing.T, cfg *envconf.Config, name string, mutate func(*tatarav1.Project)) *tatarav1.Project {
+	t.Helper()
+	r, _ := clients(t, cfg)
+	var base tatarav1.Project
+	if err := r.Get(ctx, kindProject, agentNamespace, &base); err != nil {
+		t.Fatalf("project %s: %v", kindProject, err)
+	}
+	p := &tatarav1.Project{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: agentNamespace}, Spec: *base.Spec.DeepCopy()}
+	mutate(p)
+	if err := r.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// lingering returns a mutation: the wrapper lingers, the agent's tool search is mode, and extra
+// env entries are appended after the kind environment's.
+func lingering(mode tatarav1.ToolSearchMode, extra ...corev1.EnvVar) func(*tatarav1.Project) {
+	return func(p *tatarav1.Project) {
+		p.Spec.Agent.ToolSearch = mode
+		p.Spec.Agent.ExtraEnvs = append(append(p.Spec.Agent.ExtraEnvs, lingerEnv), extra...)
+	}
+}
+
+func deleteProjects(ctx context.Context, t *testing.T, r *resources.Resources, projects ...*tatarav1.Project) {
+	for _, p := range projects {
+		if err := r.Delete(ctx, p); err != nil {
+			t.Logf("failed to delete project %s: %v", p.Name, err)
+		}
+	}
+}
+
+// TestGatingPerProfile: brainstorm and implement Tasks run the real agent CLI, in both
+// tool-search modes. Each pod's cli registers exactly its kind's profile (env, startup log,
+// gauge), and the model is offered exactly that profile's tatara tools: with their schemas when
+// tool search is off, by name only when it is on.
 func TestGatingPerProfile(t *testing.T) {
-	tasks := map[tatarav1.TaskKind]*tatarav1.Task{}
-	f := features.New("gating per profile").
+	type run struct {
+		task       *tatarav1.Task
+		toolSearch bool
+	}
+	var runs []run
+	var projects []*tatarav1.Project
+	f := features.New("gating per profile, real agent").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			r, _ := clients(t, cfg)
-			for _, kind := range []tatarav1.TaskKind{tatarav1.KindBrainstorm, tatarav1.KindImplement} {
-				task := newTask("gating-"+strings.ToLower(string(kind)), kindProject, kind, gatingScript(wantTools[kind].profile))
-				if err := r.Create(ctx, task); err != nil {
-					t.Fatal(err)
+			for _, mode := range []tatarav1.ToolSearchMode{tatarav1.ToolSearchOff, tatarav1.ToolSearchOn} {
+				p := projectCopy(ctx, t, cfg, "gating-search-"+string(mode), lingering(mode))
+				projects = append(projects, p)
+				for _, kind := range []tatarav1.TaskKind{tatarav1.KindBrainstorm, tatarav1.KindImplement} {
+					name := "gating-" + strings.ToLower(string(kind)) + "-search-" + string(mode)
+					task := newTask(name, p.Name, kind, modelScript(name, "say tools seen"))
+					if err := r.Create(ctx, task); err != nil {
+						t.Fatal(err)
+					}
+					runs = append(runs, run{task, mode == tatarav1.ToolSearchOn})
 				}
-				tasks[kind] = task
 			}
 			return ctx
 		}).
-		Assess("each pod registers exactly its kind's profile", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		Assess("each pod registers, and the model is offered, exactly its kind's profile", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			r, cs := clients(t, cfg)
-			for kind, task := range tasks {
-				want := wantTools[kind]
-				pod := runningAgentPod(ctx, t, r, cs, task, "tools verified for profile "+want.profile)
+			for _, run := range runs {
+				task, want := run.task, wantTools[run.task.Spec.Kind]
+				pod := finishedAgentPod(ctx, t, r, cs, task)
 				checkAgentImageHostsWrapper(ctx, t, r, pod)
 				for _, name := range []string{"cli", "wrapper"} {
 					c, ok := container(pod, name)
@@ -149,30 +199,37 @@ func TestGatingPerProfile(t *testing.T) {
 					t.Errorf("pod %s cli startup log = %v, want profile=%s registered_tools=%d", pod.Name, starts, want.profile, want.count)
 				}
 				checkGauge(ctx, t, cs, pod, want.profile, want.count)
+				checkModelSawProfile(ctx, t, cs, task.Name, want.profile, run.toolSearch)
 				if want.count >= 63 {
 					t.Errorf("profile %s must register fewer tools than the fail-open 63", want.profile)
 				}
+				t.Logf("kind %-10s tool search %-5t: the model was offered %d tatara tools", task.Spec.Kind, run.toolSearch, want.count)
 			}
 			return ctx
 		}).
 		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			r, _ := clients(t, cfg)
-			for _, task := range tasks {
-				deleteTasks(ctx, t, r, task)
+			for _, run := range runs {
+				deleteTasks(ctx, t, r, run.task)
 			}
+			deleteProjects(ctx, t, r, projects...)
 			return ctx
 		}).Feature()
 	testenv.Test(t, f)
 }
 
-// TestEveryKind: one Task per CRD kind; each pod's gauge is exactly its profile's count.
+// TestEveryKind: one Task per CRD kind, each running the real agent CLI; each pod's gauge is
+// exactly its profile's count, and so is the set of tatara tools the model was offered.
 func TestEveryKind(t *testing.T) {
 	var tasks []*tatarav1.Task
+	var project *tatarav1.Project
 	f := features.New("every task kind").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			r, _ := clients(t, cfg)
+			project = projectCopy(ctx, t, cfg, "every-kind", lingering(tatarav1.ToolSearchOff))
 			for _, kind := range tatarav1.TaskKinds {
-				task := newTask("kind-"+strings.ToLower(string(kind)), kindProject, kind, gatingScript(wantTools[kind].profile))
+				name := "kind-" + strings.ToLower(string(kind))
+				task := newTask(name, project.Name, kind, modelScript(name, "say tools seen"))
 				if err := r.Create(ctx, task); err != nil {
 					t.Fatal(err)
 				}
@@ -190,8 +247,9 @@ func TestEveryKind(t *testing.T) {
 				if !ok {
 					t.Fatalf("no expected profile for kind %s", task.Spec.Kind)
 				}
-				pod := runningAgentPod(ctx, t, r, cs, task, "tools verified for profile "+want.profile)
+				pod := finishedAgentPod(ctx, t, r, cs, task)
 				checkGauge(ctx, t, cs, pod, want.profile, want.count)
+				checkModelSawProfile(ctx, t, cs, task.Name, want.profile, false)
 				t.Logf("kind %-15s profile %-12s pod %s: %d tools", task.Spec.Kind, want.profile, pod.Name, want.count)
 			}
 			return ctx
@@ -199,26 +257,10 @@ func TestEveryKind(t *testing.T) {
 		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			r, _ := clients(t, cfg)
 			deleteTasks(ctx, t, r, tasks...)
+			deleteProjects(ctx, t, r, project)
 			return ctx
 		}).Feature()
 	testenv.Test(t, f)
-}
-
-// projectWithProfile copies the helmfile-deployed Project and sets TATARA_TOOL_PROFILE in its
-// extraEnvs, which the operator appends after the kind's profile.
-func projectWithProfile(ctx context.Context, t *testing.T, cfg *envconf.Config, name, profile string) *tatarav1.Project {
-	t.Helper()
-	r, _ := clients(t, cfg)
-	var base tatarav1.Project
-	if err := r.Get(ctx, kindProject, agentNamespace, &base); err != nil {
-		t.Fatalf("project %s: %v", kindProject, err)
-	}
-	p := &tatarav1.Project{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: agentNamespace}, Spec: *base.Spec.DeepCopy()}
-	p.Spec.Agent.ExtraEnvs = append(p.Spec.Agent.ExtraEnvs, corev1.EnvVar{Name: "TATARA_TOOL_PROFILE", Value: profile})
-	if err := r.Create(ctx, p); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 // TestOverrideAndFailOpen: a Project's extraEnvs entry overrides the kind's profile (the later
@@ -229,10 +271,11 @@ func TestOverrideAndFailOpen(t *testing.T) {
 	f := features.New("override and fail-open").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			r, _ := clients(t, cfg)
-			projects = append(projects, projectWithProfile(ctx, t, cfg, "override-review", "review"),
-				projectWithProfile(ctx, t, cfg, "override-unknown", "no-such-profile"))
-			override = newTask("override-review", "override-review", tatarav1.KindImplement, gatingScript("review"))
-			unknown = newTask("override-unknown", "override-unknown", tatarav1.KindImplement, gatingScript("no-such-profile"))
+			projects = append(projects,
+				projectCopy(ctx, t, cfg, "override-review", lingering(tatarav1.ToolSearchOff, corev1.EnvVar{Name: "TATARA_TOOL_PROFILE", Value: "review"})),
+				projectCopy(ctx, t, cfg, "override-unknown", lingering(tatarav1.ToolSearchOff, corev1.EnvVar{Name: "TATARA_TOOL_PROFILE", Value: "no-such-profile"})))
+			override = newTask("override-review", "override-review", tatarav1.KindImplement, modelScript("override-review", "say tools seen"))
+			unknown = newTask("override-unknown", "override-unknown", tatarav1.KindImplement, modelScript("override-unknown", "say tools seen"))
 			for _, task := range []*tatarav1.Task{override, unknown} {
 				if err := r.Create(ctx, task); err != nil {
 					t.Fatal(err)
@@ -242,18 +285,20 @@ func TestOverrideAndFailOpen(t *testing.T) {
 		}).
 		Assess("extraEnvs TATARA_TOOL_PROFILE=review wins over the implement kind", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			r, cs := clients(t, cfg)
-			pod := runningAgentPod(ctx, t, r, cs, override, "tools verified for profile review")
+			pod := finishedAgentPod(ctx, t, r, cs, override)
 			c, _ := container(pod, "cli")
 			if got := envValues(c, "TATARA_TOOL_PROFILE"); len(got) != 2 || got[0] != "implement" || got[1] != "review" {
 				t.Errorf("cli env TATARA_TOOL_PROFILE entries = %v, want [implement review] (profile first, extras last)", got)
 			}
-			checkGauge(ctx, t, cs, pod, "review", 39)
+			checkGauge(ctx, t, cs, pod, "review", wantTools[tatarav1.KindReview].count)
+			checkModelSawProfile(ctx, t, cs, override.Name, "review", false)
 			return ctx
 		}).
 		Assess("an unknown profile serves all 63 tools, labels the gauge all and logs a WARN", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			r, cs := clients(t, cfg)
-			pod := runningAgentPod(ctx, t, r, cs, unknown, "tools verified for profile no-such-profile")
-			checkGauge(ctx, t, cs, pod, "all", 63)
+			pod := finishedAgentPod(ctx, t, r, cs, unknown)
+			checkGauge(ctx, t, cs, pod, "all", len(profiles.All()))
+			checkModelSawProfile(ctx, t, cs, unknown.Name, "no-such-profile", false)
 			warns := logRecords(t, podLogs(ctx, cs, pod, "cli"), func(rec map[string]any) bool {
 				return rec["level"] == "WARN" && rec["profile"] == "no-such-profile" && strings.Contains(fmt.Sprint(rec["msg"]), "fail-open")
 			})
@@ -265,31 +310,32 @@ func TestOverrideAndFailOpen(t *testing.T) {
 		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			r, _ := clients(t, cfg)
 			deleteTasks(ctx, t, r, override, unknown)
-			for _, p := range projects {
-				_ = r.Delete(ctx, p)
-			}
+			deleteProjects(ctx, t, r, projects...)
 			return ctx
 		}).Feature()
 	testenv.Test(t, f)
 }
 
-// TestReportInternalIssue: one report, observed twice on purpose: the cli logs and counts it
-// when it handles the call, the wrapper when it reads the tool_use in the transcript.
+// TestReportInternalIssue: the real agent reports twice; each report is observed twice on
+// purpose: the cli logs and counts it when it handles the call, the wrapper when it reads the
+// tool_use in the real transcript.
 func TestReportInternalIssue(t *testing.T) {
 	var task *tatarav1.Task
+	var project *tatarav1.Project
 	reports := []struct{ category, severity, level string }{
 		{"tool_error", "error", "ERROR"},
 		{"workspace_broken", "warn", "WARN"},
 	}
-	f := features.New("report_internal_issue end to end").
+	f := features.New("report_internal_issue end to end, real agent").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			r, _ := clients(t, cfg)
+			project = projectCopy(ctx, t, cfg, "report-issue", lingering(tatarav1.ToolSearchOff))
 			var steps []string
 			for _, rep := range reports {
 				steps = append(steps, fmt.Sprintf(`call report_internal_issue {"category":%q,"severity":%q,"description":"e2e %s report","offending_tool":"code_search","resource_id":"demo"}`,
 					rep.category, rep.severity, rep.severity))
 			}
-			task = newTask("report-issue", kindProject, tatarav1.KindBrainstorm, gatingScript("brainstorm", append(steps, "say reports sent")...))
+			task = newTask("report-issue", project.Name, tatarav1.KindBrainstorm, modelScript("report-issue", append(steps, "say reports sent")...))
 			if err := r.Create(ctx, task); err != nil {
 				t.Fatal(err)
 			}
@@ -297,13 +343,9 @@ func TestReportInternalIssue(t *testing.T) {
 		}).
 		Assess("the cli and the wrapper each log and count every report at its severity", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			r, cs := clients(t, cfg)
-			pod := runningAgentPod(ctx, t, r, cs, task, "reports sent")
-			// The wrapper reads the transcript asynchronously: wait until it has seen both.
-			var wrapperLog string
-			_ = wait.For(func(ctx context.Context) (bool, error) {
-				wrapperLog = podLogs(ctx, cs, pod, "wrapper")
-				return strings.Count(wrapperLog, "internal_issue_report") >= len(reports), nil
-			}, wait.WithContext(ctx), wait.WithTimeout(time.Minute))
+			pod := finishedAgentPod(ctx, t, r, cs, task)
+			checkModelSawProfile(ctx, t, cs, task.Name, "brainstorm", false)
+			wrapperLog := podLogs(ctx, cs, pod, "wrapper")
 			cliLog := podLogs(ctx, cs, pod, "cli")
 			cliMetrics := scrape(ctx, t, cs, pod, cliMetricsPort)
 			wrapperMetrics := scrape(ctx, t, cs, pod, wrapperPort)
@@ -319,7 +361,7 @@ func TestReportInternalIssue(t *testing.T) {
 					return rec["msg"] == "internal issue reported" && rec["category"] == rep.category
 				})
 				if len(cliLines) != 1 || cliLines[0]["level"] != rep.level || cliLines[0]["severity"] != rep.severity ||
-					cliLines[0]["task"] != task.Name || cliLines[0]["project"] != kindProject || cliLines[0]["offending_tool"] != "code_search" {
+					cliLines[0]["task"] != task.Name || cliLines[0]["project"] != project.Name || cliLines[0]["offending_tool"] != "code_search" {
 					t.Errorf("cli log lines for %s = %v, want one %s line with task, project and offending_tool", rep.category, cliLines, rep.level)
 				}
 				wrapperLines := logRecords(t, wrapperLog, func(rec map[string]any) bool {
@@ -330,40 +372,40 @@ func TestReportInternalIssue(t *testing.T) {
 					t.Errorf("wrapper log lines for %s = %v, want one %s line with action=internal_issue_report", rep.category, wrapperLines, rep.level)
 				}
 			}
+			// The real CLI's own records are all known to the wrapper.
+			if got, _ := sample(wrapperMetrics, "tatara_wrapper_stream_events_total", map[string]string{"type": "other"}); got != 0 {
+				t.Errorf("wrapper counted %v transcript events as other, want 0", got)
+			}
 			return ctx
 		}).
 		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			r, _ := clients(t, cfg)
 			deleteTasks(ctx, t, r, task)
+			deleteProjects(ctx, t, r, project)
 			return ctx
 		}).Feature()
 	testenv.Test(t, f)
 }
 
-// TestTerminalIntent: an implement agent records change_summary then pr_outcome through the
-// cli; the operator records both and the Task ends Succeeded with the outcome in its status.
+// TestTerminalIntent: the real agent of an implement Task records change_summary then
+// pr_outcome through the cli; the operator records both, the agent exits, and the Task ends
+// Succeeded with the outcome in its status.
 func TestTerminalIntent(t *testing.T) {
 	var task *tatarav1.Task
-	f := features.New("terminal intent").
+	f := features.New("terminal intent, real agent").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			r, _ := clients(t, cfg)
-			script := strings.Join([]string{
-				"list-tools",
-				"expect " + toolsLine(profileToolNames("implement")),
+			task = newTask("terminal-intent", kindProject, tatarav1.KindImplement, modelScript("terminal-intent",
 				`call change_summary {"summary":"e2e: add the widget"}`,
-				"expect recorded",
 				`call pr_outcome {"outcome":"opened","url":"https://git.example.com/tatara/demo/merge_requests/1"}`,
-				"say done",
-				"exit 0",
-			}, "\n")
-			task = newTask("terminal-intent", kindProject, tatarav1.KindImplement, script)
+				"say done"))
 			if err := r.Create(ctx, task); err != nil {
 				t.Fatal(err)
 			}
 			return ctx
 		}).
 		Assess("the Task ends Succeeded with the pr_outcome and the change summary recorded", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			r, _ := clients(t, cfg)
+			r, cs := clients(t, cfg)
 			var cur tatarav1.Task
 			err := wait.For(func(ctx context.Context) (bool, error) {
 				if err := r.Get(ctx, task.Name, task.Namespace, &cur); err != nil {
@@ -383,6 +425,7 @@ func TestTerminalIntent(t *testing.T) {
 			if !strings.Contains(cur.Status.ChangeSummary, "add the widget") {
 				t.Errorf("changeSummary = %q", cur.Status.ChangeSummary)
 			}
+			checkModelSawProfile(ctx, t, cs, task.Name, "implement", false)
 			return ctx
 		}).
 		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {

@@ -63,13 +63,6 @@ func clients(t *testing.T, cfg *envconf.Config) (*resources.Resources, *kubernet
 	return r, cs
 }
 
-// toolsLine is what the stand-in records after tools/list: "tools (<n>): a, b, ..." in the
-// server's order (sorted by name).
-func toolsLine(names []string) string {
-	slices.Sort(names)
-	return fmt.Sprintf("tools (%d): %s", len(names), strings.Join(names, ", "))
-}
-
 // profileToolNames is the exact tool list a profile's server must return; "" or unknown is all.
 func profileToolNames(profile string) []string {
 	set, ok := profiles.Tools(profile)
@@ -84,19 +77,6 @@ func profileToolNames(profile string) []string {
 	return names
 }
 
-// gatingScript makes the stand-in list the tools, fail the run unless the list is exactly the
-// profile's, say so, then run extra steps and stay up so the suite can read its /metrics.
-func gatingScript(profile string, extra ...string) string {
-	lines := []string{
-		"# e2e: tools/list must be exactly the profile's set",
-		"list-tools",
-		"expect " + toolsLine(profileToolNames(profile)),
-		"say tools verified for profile " + profile,
-	}
-	lines = append(lines, extra...)
-	return strings.Join(append(lines, "sleep 10m"), "\n") + "\n"
-}
-
 func newTask(name, project string, kind tatarav1.TaskKind, directive string) *tatarav1.Task {
 	return &tatarav1.Task{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: agentNamespace},
@@ -105,11 +85,12 @@ func newTask(name, project string, kind tatarav1.TaskKind, directive string) *ta
 	}
 }
 
-// runningAgentPod waits until the Task's agent pod runs and the wrapper logged marker (the
-// stand-in got that far in its script), and returns the pod.
-func runningAgentPod(ctx context.Context, t *testing.T, r *resources.Resources, cs *kubernetes.Clientset, task *tatarav1.Task, marker string) *corev1.Pod {
+// finishedAgentPod waits until the agent of the Task has exited with code 0 (the wrapper logged
+// "agent exited"), its pod either lingering (Running) or Succeeded, and returns the pod.
+func finishedAgentPod(ctx context.Context, t *testing.T, r *resources.Resources, cs *kubernetes.Clientset, task *tatarav1.Task) *corev1.Pod {
 	t.Helper()
 	var pod *corev1.Pod
+	var exited []map[string]any
 	err := wait.For(func(ctx context.Context) (bool, error) {
 		var cur tatarav1.Task
 		if err := r.Get(ctx, task.Name, task.Namespace, &cur); err != nil {
@@ -122,10 +103,12 @@ func runningAgentPod(ctx context.Context, t *testing.T, r *resources.Resources, 
 		if err := r.Get(ctx, cur.Status.PodName, task.Namespace, &p); err != nil {
 			return false, nil
 		}
-		if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
-			return false, fmt.Errorf("agent pod %s ended (%s) before %q; wrapper log:\n%s", p.Name, p.Status.Phase, marker, podLogs(ctx, cs, &p, "wrapper"))
+		logs := podLogs(ctx, cs, &p, "wrapper")
+		if p.Status.Phase == corev1.PodFailed {
+			return false, fmt.Errorf("agent pod %s failed; wrapper log:\n%s", p.Name, logs)
 		}
-		if p.Status.Phase != corev1.PodRunning || !strings.Contains(podLogs(ctx, cs, &p, "wrapper"), marker) {
+		exited = logRecords(t, logs, func(rec map[string]any) bool { return rec["msg"] == "agent exited" })
+		if len(exited) == 0 {
 			return false, nil
 		}
 		pod = &p
@@ -133,6 +116,9 @@ func runningAgentPod(ctx context.Context, t *testing.T, r *resources.Resources, 
 	}, wait.WithContext(ctx), wait.WithTimeout(waitTimeout), wait.WithInterval(2*time.Second))
 	if err != nil {
 		t.Fatalf("task %s: %v", task.Name, err)
+	}
+	if len(exited) != 1 || exited[0]["exit_code"] != float64(0) {
+		t.Fatalf("task %s: wrapper 'agent exited' lines = %v, want one with exit_code 0; wrapper log:\n%s", task.Name, exited, podLogs(ctx, cs, pod, "wrapper"))
 	}
 	return pod
 }

@@ -59,6 +59,7 @@ func TestMain(m *testing.M) {
 	testenv.Setup(
 		phase("create kind cluster "+clusterName, envfuncs.CreateClusterWithOpts(kind.NewProvider(), clusterName, opts...)),
 		phase("load images", loadImages(images)),
+		phase("deploy the model stand-in", deployModelStandin(images)),
 		phase("helmfile sync (environment kind)", helmfileSync),
 	)
 	testenv.AfterEachFeature(func(ctx context.Context, cfg *envconf.Config, t *testing.T, f features.Feature) (context.Context, error) {

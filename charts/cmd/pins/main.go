@@ -1,8 +1,8 @@
 // Command pins checks and bumps the release pins (see package tatara.dev/charts/internal/pins).
 //
 //	pins check [--root DIR] [--images "tatara-cli:0.1.0 ..."]
-//	pins bump  [--root DIR] --component cli|wrapper|operator --version x.y.z
-//	pins version [--root DIR] --component cli|wrapper|operator
+//	pins bump  [--root DIR] --component cli|wrapper|operator|agent --version x.y.z
+//	pins version [--root DIR] --component cli|wrapper|operator|agent
 package main
 
 import (
@@ -29,7 +29,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	root := fs.String("root", ".", "repository root")
 	images := fs.String("images", "", "space-separated image references make images builds (check)")
-	component := fs.String("component", "", "component to bump: cli, wrapper or operator")
+	component := fs.String("component", "", "component to bump: cli, wrapper, operator or agent")
 	version := fs.String("version", "", "new version x.y.z (bump)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
@@ -48,12 +48,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if err := st.Check(refs); err != nil {
 			_, _ = fmt.Fprintf(stderr, "check-pins: %v\n", err)
 			if errors.Is(err, pins.ErrMismatch) {
-				_, _ = fmt.Fprintln(stderr, "fix: make bump COMPONENT=<cli|wrapper|operator> VERSION=<x.y.z> moves every pin of a component together")
+				_, _ = fmt.Fprintln(stderr, "fix: make bump COMPONENT=<cli|wrapper|operator|agent> VERSION=<x.y.z> moves every pin of a component together")
 			}
 			return 1
 		}
 		for _, c := range pins.Components {
-			_, _ = fmt.Fprintf(stdout, "check-pins: %s %s ok (charts %s, images %s)\n", c.Name, st.Version(c), strings.Join(c.Charts, "+"), strings.Join(c.Images, "+"))
+			from := "charts " + strings.Join(c.Charts, "+")
+			if c.VersionVar != "" {
+				from = pins.VersionsEnvPath + " " + c.VersionVar
+			}
+			_, _ = fmt.Fprintf(stdout, "check-pins: %s %s ok (%s, images %s)\n", c.Name, st.Version(c), from, strings.Join(c.Images, "+"))
 		}
 		return 0
 	case "bump":

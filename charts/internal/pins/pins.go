@@ -1,20 +1,25 @@
-// Package pins reads and rewrites the release pins of the repository: each component's version
-// lives in its charts' Chart.yaml (version == appVersion), in helmfile/helmfile.yaml (chart
-// version and image.tag of its releases), in helmfile/environments/kind.yaml (the stand-in agent
-// image, versioned with the wrapper) and in the image tags `make images` builds. Check proves
-// they agree; Bump moves one component to a new version everywhere at once.
+// Package pins reads and rewrites the release pins of the repository: a charted component's
+// version lives in its charts' Chart.yaml (version == appVersion), in helmfile/helmfile.yaml
+// (chart version and image.tag of its releases) and in the image tags `make images` builds; the
+// agent's version is the Claude Code version in hack/versions.env (with the npm integrities of
+// its native executables), the tag of project.agentImage in the helmfile environments and the
+// tag `make images` builds. Check proves they agree; Bump moves one component to a new version
+// everywhere at once.
 package pins
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -33,16 +38,38 @@ type Component struct {
 	ImageReleases []string
 	// Images are the image names (without registry) make images tags with the version.
 	Images []string
-	// KindAgentImage is true when the kind environment's stand-in agent image follows this
-	// component's version.
-	KindAgentImage bool
+	// VersionVar is the hack/versions.env variable that holds the version of a component
+	// without charts (Charts is then empty).
+	VersionVar string
+	// Integrities are hack/versions.env variables that hold the npm registry's dist.integrity
+	// of a package at the component's version; Bump looks them up again.
+	Integrities []Integrity
+	// AgentImageEnvs are helmfile environment files whose project.agentImage is this
+	// component's first image, tagged with its version (any registry prefix).
+	AgentImageEnvs []string
 }
 
-// Components lists every component in the spec's rollout order.
+// Integrity is a hack/versions.env variable holding the dist.integrity of an npm package at the
+// version of its component.
+type Integrity struct {
+	Var     string
+	Package string
+}
+
+// Components lists every component in the spec's rollout order; the agent, an image the
+// Projects run rather than a helmfile release, comes last.
 var Components = []Component{
 	{Name: "cli", Charts: []string{"tatara-cli"}, Releases: []string{"tatara-cli"}, ImageReleases: []string{"tatara-cli"}, Images: []string{"tatara-cli"}},
-	{Name: "wrapper", Charts: []string{"tatara-wrapper"}, Releases: []string{"tatara-wrapper"}, ImageReleases: []string{"tatara-wrapper"}, Images: []string{"tatara-wrapper", "tatara-agent-standin"}, KindAgentImage: true},
+	{Name: "wrapper", Charts: []string{"tatara-wrapper"}, Releases: []string{"tatara-wrapper"}, ImageReleases: []string{"tatara-wrapper"}, Images: []string{"tatara-wrapper", "tatara-model-standin"}},
 	{Name: "operator", Charts: []string{"tatara-operator", "tatara-project"}, Releases: []string{"tatara-operator", "tatara-project"}, ImageReleases: []string{"tatara-operator"}, Images: []string{"tatara-operator"}},
+	{
+		Name: "agent", Images: []string{"tatara-agent-claude"}, VersionVar: "CLAUDE_CODE_VERSION",
+		Integrities: []Integrity{
+			{Var: "CLAUDE_CODE_INTEGRITY_LINUX_X64", Package: "@anthropic-ai/claude-code-linux-x64"},
+			{Var: "CLAUDE_CODE_INTEGRITY_LINUX_ARM64", Package: "@anthropic-ai/claude-code-linux-arm64"},
+		},
+		AgentImageEnvs: []string{KindEnvPath, ProductionEnvPath},
+	},
 }
 
 // RolloutOrder is the order releases must appear in helmfile.yaml, each needing the one before.
@@ -50,13 +77,18 @@ var RolloutOrder = []string{"tatara-cli", "tatara-wrapper", "tatara-operator", "
 
 // Paths relative to the repository root.
 const (
-	HelmfilePath = "helmfile/helmfile.yaml"
-	KindEnvPath  = "helmfile/environments/kind.yaml"
-	// AgentStandinImage is the image name of the stand-in agent in the kind environment.
-	AgentStandinImage = "tatara-agent-standin"
+	HelmfilePath      = "helmfile/helmfile.yaml"
+	KindEnvPath       = "helmfile/environments/kind.yaml"
+	ProductionEnvPath = "helmfile/environments/production.yaml"
+	// VersionsEnvPath holds the pinned tool versions as plain NAME=value lines.
+	VersionsEnvPath = "hack/versions.env"
 )
 
-var semver = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?$`)
+var (
+	semver    = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?$`)
+	envName   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	integrity = regexp.MustCompile(`^sha512-[A-Za-z0-9+/]+={0,2}$`)
+)
 
 // ErrMismatch is wrapped by every disagreement Check finds.
 var ErrMismatch = errors.New("pins disagree")
@@ -157,17 +189,29 @@ type Release struct {
 	Needs    []string
 }
 
+// AgentImage is project.agentImage of one helmfile environment.
+type AgentImage struct {
+	// Ref is the whole image reference.
+	Ref string
+	// Name is the image name without registry and tag.
+	Name string
+	// Tag points at the image reference; its value is only the tag, so Bump rewrites just that.
+	Tag scalar
+}
+
 // State is every pin of the repository.
 type State struct {
-	Charts    map[string]Chart
-	Releases  []Release
-	AgentTag  scalar
-	AgentRepo string
+	Charts   map[string]Chart
+	Releases []Release
+	// Vars are the NAME=value lines of hack/versions.env.
+	Vars map[string]scalar
+	// AgentImages are the project.agentImage pins, by environment file.
+	AgentImages map[string]AgentImage
 }
 
 // Load reads the pins under root (the repository root).
 func Load(root string) (*State, error) {
-	st := &State{Charts: map[string]Chart{}}
+	st := &State{Charts: map[string]Chart{}, AgentImages: map[string]AgentImage{}}
 	for _, c := range Components {
 		for _, name := range c.Charts {
 			rel := filepath.ToSlash(filepath.Join("charts", name, "Chart.yaml"))
@@ -219,23 +263,65 @@ func Load(root string) (*State, error) {
 		st.Releases = append(st.Releases, rel)
 	}
 
-	env, err := readYAML(root, KindEnvPath, "project")
-	if err != nil {
-		return nil, err
+	for _, c := range Components {
+		if c.VersionVar == "" && len(c.Integrities) == 0 {
+			continue
+		}
+		if st.Vars == nil {
+			if st.Vars, err = readEnv(root, VersionsEnvPath); err != nil {
+				return nil, err
+			}
+		}
+		if _, ok := st.Vars[c.VersionVar]; c.VersionVar != "" && !ok {
+			return nil, fmt.Errorf("failed to load %q: no %s (the version of component %s)", VersionsEnvPath, c.VersionVar, c.Name)
+		}
 	}
-	img, ok := toScalar(KindEnvPath, lookup(env, "project", "agentImage"))
-	if !ok {
-		return nil, fmt.Errorf("failed to load %q: no project.agentImage", KindEnvPath)
+
+	for _, c := range Components {
+		for _, env := range c.AgentImageEnvs {
+			doc, err := readYAML(root, env, "project")
+			if err != nil {
+				return nil, err
+			}
+			img, ok := toScalar(env, lookup(doc, "project", "agentImage"))
+			if !ok {
+				return nil, fmt.Errorf("failed to load %q: no project.agentImage", env)
+			}
+			name, tag, found := strings.Cut(img.value[strings.LastIndex(img.value, "/")+1:], ":")
+			if !found {
+				return nil, fmt.Errorf("failed to load %q: project.agentImage %q has no tag", env, img.value)
+			}
+			ai := AgentImage{Ref: img.value, Name: name, Tag: img}
+			ai.Tag.value = tag
+			st.AgentImages[env] = ai
+		}
 	}
-	repo, tag, found := strings.Cut(img.value[strings.LastIndex(img.value, "/")+1:], ":")
-	if !found {
-		return nil, fmt.Errorf("failed to load %q: project.agentImage %q has no tag", KindEnvPath, img.value)
-	}
-	st.AgentRepo = repo
-	// Point the scalar at the tag inside the image reference so Bump can rewrite just the tag.
-	st.AgentTag = img
-	st.AgentTag.value = tag
 	return st, nil
+}
+
+// readEnv parses a file of plain NAME=value lines (blank lines and # comments aside); each value
+// is a scalar starting right after the "=", so Bump can rewrite it in place.
+func readEnv(root, rel string) (map[string]scalar, error) {
+	data, err := os.ReadFile(filepath.Join(root, rel))
+	if err != nil {
+		return nil, fmt.Errorf("failed to read %q: %w", rel, err)
+	}
+	vars := map[string]scalar{}
+	for i, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSuffix(line, "\r")
+		if t := strings.TrimSpace(line); t == "" || strings.HasPrefix(t, "#") {
+			continue
+		}
+		name, value, ok := strings.Cut(line, "=")
+		if !ok || !envName.MatchString(name) {
+			return nil, fmt.Errorf("failed to parse %s:%d: %q is not a NAME=value line", rel, i+1, line)
+		}
+		if prev, dup := vars[name]; dup {
+			return nil, fmt.Errorf("failed to parse %s:%d: %s is already set at %s", rel, i+1, name, prev)
+		}
+		vars[name] = scalar{file: rel, value: value, line: i + 1, col: len(name) + 2}
+	}
+	return vars, nil
 }
 
 func (st *State) release(name string) (Release, bool) {
@@ -247,8 +333,18 @@ func (st *State) release(name string) (Release, bool) {
 	return Release{}, false
 }
 
-// Version returns a component's version: the appVersion of its first chart.
-func (st *State) Version(c Component) string { return st.Charts[c.Charts[0]].AppVersion.value }
+// pin is where a component's version lives: its variable in hack/versions.env, or else the
+// appVersion of its first chart.
+func (st *State) pin(c Component) scalar {
+	if c.VersionVar != "" {
+		return st.Vars[c.VersionVar]
+	}
+	return st.Charts[c.Charts[0]].AppVersion
+}
+
+// Version returns a component's version: its hack/versions.env variable, or else the appVersion
+// of its first chart.
+func (st *State) Version(c Component) string { return st.pin(c).value }
 
 // Check returns every disagreement between the pins, and between the pins and images, the
 // references `make images` builds (name:tag, registry prefix allowed). Each problem names the
@@ -268,9 +364,14 @@ func (st *State) Check(images []string) error {
 	}
 
 	for _, c := range Components {
-		want := st.Version(c)
+		want, pin := st.Version(c), st.pin(c)
+		// pinned says where the version comes from, for the messages about the other pins.
+		pinned := fmt.Sprintf("helmfile and charts pin %s", want)
+		if c.VersionVar != "" {
+			pinned = fmt.Sprintf("%s pins %s=%s", pin, c.VersionVar, want)
+		}
 		if err := ValidateVersion(want); err != nil {
-			add("%s: component %s: %v", st.Charts[c.Charts[0]].AppVersion, c.Name, err)
+			add("%s: component %s: %v", pin, c.Name, err)
 		}
 		for _, name := range c.Charts {
 			ch := st.Charts[name]
@@ -278,7 +379,7 @@ func (st *State) Check(images []string) error {
 				add("%s: chart %s has version %q but appVersion %q (they move together)", ch.Version, name, ch.Version.value, ch.AppVersion.value)
 			}
 			if ch.AppVersion.value != want {
-				add("%s: chart %s has appVersion %q but component %s is at %q (%s)", ch.AppVersion, name, ch.AppVersion.value, c.Name, want, st.Charts[c.Charts[0]].AppVersion)
+				add("%s: chart %s has appVersion %q but component %s is at %q (%s)", ch.AppVersion, name, ch.AppVersion.value, c.Name, want, pin)
 			}
 		}
 		for i, rname := range c.Releases {
@@ -303,11 +404,30 @@ func (st *State) Check(images []string) error {
 			case !r.HasTag:
 				add("%s: release %s pins no image.tag", HelmfilePath, rname)
 			case r.ImageTag.value != want:
-				add("%s: release %s pins image.tag %q but %s has appVersion %q", r.ImageTag, rname, r.ImageTag.value, st.Charts[c.Charts[0]].AppVersion, want)
+				add("%s: release %s pins image.tag %q but %s has appVersion %q", r.ImageTag, rname, r.ImageTag.value, pin, want)
 			}
 		}
-		if c.KindAgentImage && st.AgentTag.value != want {
-			add("%s: project.agentImage pins %s:%s but the %s component (which versions it) is at %q", st.AgentTag, st.AgentRepo, st.AgentTag.value, c.Name, want)
+		for _, in := range c.Integrities {
+			v, ok := st.Vars[in.Var]
+			switch {
+			case !ok:
+				add("%s: no %s (npm view %s@%s dist.integrity; make bump COMPONENT=%s sets it)", VersionsEnvPath, in.Var, in.Package, want, c.Name)
+			case !integrity.MatchString(v.value):
+				add("%s: %s is %q, want a sha512- integrity (npm view %s@%s dist.integrity)", v, in.Var, v.value, in.Package, want)
+			}
+		}
+		for _, env := range c.AgentImageEnvs {
+			ai, ok := st.AgentImages[env]
+			if !ok {
+				add("%s: no project.agentImage (component %s)", env, c.Name)
+				continue
+			}
+			if ai.Name != c.Images[0] {
+				add("%s: project.agentImage is %q, want the %s image (component %s)", ai.Tag, ai.Ref, c.Images[0], c.Name)
+			}
+			if ai.Tag.value != want {
+				add("%s: project.agentImage pins %s:%s but %s (component %s)", ai.Tag, ai.Name, ai.Tag.value, pinned, c.Name)
+			}
 		}
 		if images != nil {
 			for _, img := range c.Images {
@@ -316,7 +436,7 @@ func (st *State) Check(images []string) error {
 				case len(tags) == 0:
 					add("make images does not build %s (want %s:%s)", img, img, want)
 				case len(tags) != 1 || tags[0] != want:
-					add("make images builds %s:%s but helmfile and charts pin %s (component %s)", img, strings.Join(tags, ","), want, c.Name)
+					add("make images builds %s:%s but %s (component %s)", img, strings.Join(tags, ","), pinned, c.Name)
 				}
 			}
 		}
@@ -333,9 +453,6 @@ func (st *State) Check(images []string) error {
 				add("make images builds %s, which no component versions", img)
 			}
 		}
-	}
-	if st.AgentRepo != AgentStandinImage {
-		add("%s: project.agentImage is %q, want the %s image", st.AgentTag, st.AgentRepo, AgentStandinImage)
 	}
 
 	// Rollout order: exactly these releases, in this order, each needing the previous one.
@@ -372,6 +489,35 @@ func (st *State) Check(images []string) error {
 	return fmt.Errorf("%w:\n  %s", ErrMismatch, strings.Join(problems, "\n  "))
 }
 
+// IntegrityLookup returns the npm registry's dist.integrity of package pkg at version.
+type IntegrityLookup func(pkg, version string) (string, error)
+
+// npmTimeout bounds one `npm view`.
+const npmTimeout = 2 * time.Minute
+
+// NPMIntegrity asks npm for the dist.integrity of pkg@version (`npm view pkg@version
+// dist.integrity`), the sha512 the agent image build verifies the download against.
+func NPMIntegrity(pkg, version string) (string, error) {
+	spec := pkg + "@" + version
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		return "", fmt.Errorf("failed to look up the integrity of %s: npm is not installed (it asks the npm registry): %w", spec, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), npmTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, npm, "view", spec, "dist.integrity")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("failed to look up the integrity of %s: npm view %s dist.integrity: %w: %s", spec, spec, err, strings.TrimSpace(stderr.String()))
+	}
+	out := strings.TrimSpace(stdout.String())
+	if !strings.HasPrefix(out, "sha512-") {
+		return "", fmt.Errorf("failed to look up the integrity of %s: npm view %s dist.integrity printed %q, want a sha512- integrity (does version %s exist?)", spec, spec, out, version)
+	}
+	return out, nil
+}
+
 // edit is one in-place replacement of a scalar's text.
 type edit struct {
 	s   scalar
@@ -379,10 +525,17 @@ type edit struct {
 	new string
 }
 
-// Bump moves component c to version everywhere and returns the files it changed. It rewrites
-// only the scalars' text, so comments and layout stay as they are and the diff of the release MR
-// is exactly the pins.
+// Bump moves component c to version everywhere and returns the files it changed; integrities
+// come from npm (NPMIntegrity). See BumpWith.
 func Bump(root string, c Component, version string) ([]string, error) {
+	return BumpWith(root, c, version, NPMIntegrity)
+}
+
+// BumpWith moves component c to version everywhere and returns the files it changed, looking up
+// the component's integrities with lookup. It rewrites only the scalars' text, so comments and
+// layout stay as they are and the diff of the release MR is exactly the pins. Every lookup and
+// edit is done before the first file is written: a failure leaves the files untouched.
+func BumpWith(root string, c Component, version string, lookup IntegrityLookup) ([]string, error) {
 	if err := ValidateVersion(version); err != nil {
 		return nil, err
 	}
@@ -409,8 +562,27 @@ func Bump(root string, c Component, version string) ([]string, error) {
 		}
 		edits = append(edits, edit{r.ImageTag, r.ImageTag.value, version})
 	}
-	if c.KindAgentImage {
-		edits = append(edits, edit{st.AgentTag, ":" + st.AgentTag.value, ":" + version})
+	if c.VersionVar != "" {
+		v := st.Vars[c.VersionVar]
+		edits = append(edits, edit{v, v.value, version})
+	}
+	for _, in := range c.Integrities {
+		v, ok := st.Vars[in.Var]
+		if !ok {
+			return nil, fmt.Errorf("failed to bump %s: %s has no %s", c.Name, VersionsEnvPath, in.Var)
+		}
+		sum, err := lookup(in.Package, version)
+		if err != nil {
+			return nil, fmt.Errorf("failed to bump %s: %w", c.Name, err)
+		}
+		if !integrity.MatchString(sum) {
+			return nil, fmt.Errorf("failed to bump %s: the integrity of %s@%s is %q, want sha512-<base64>", c.Name, in.Package, version, sum)
+		}
+		edits = append(edits, edit{v, v.value, sum})
+	}
+	for _, env := range c.AgentImageEnvs {
+		ai := st.AgentImages[env]
+		edits = append(edits, edit{ai.Tag, ":" + ai.Tag.value, ":" + version})
 	}
 
 	byFile := map[string][]edit{}
@@ -422,38 +594,44 @@ func Bump(root string, c Component, version string) ([]string, error) {
 		files = append(files, f)
 	}
 	sort.Strings(files)
-	for _, f := range files {
-		if err := applyEdits(root, f, byFile[f]); err != nil {
+	contents := make([][]byte, len(files))
+	for i, f := range files {
+		if contents[i], err = applyEdits(root, f, byFile[f]); err != nil {
 			return nil, err
+		}
+	}
+	for i, f := range files {
+		if err := os.WriteFile(filepath.Join(root, f), contents[i], 0o644); err != nil { //nolint:gosec // a tracked text file
+			return nil, fmt.Errorf("failed to write %q: %w", f, err)
 		}
 	}
 	return files, nil
 }
 
-// applyEdits replaces, on each edit's line, the first occurrence of the old text at or after the
-// scalar's column (quotes, if any, are kept because only the inner text changes).
-func applyEdits(root, rel string, edits []edit) error {
-	path := filepath.Join(root, rel)
-	data, err := os.ReadFile(path)
+// applyEdits returns the file with, on each edit's line, the first occurrence of the old text at
+// or after the scalar's column replaced (quotes, if any, are kept because only the inner text
+// changes).
+func applyEdits(root, rel string, edits []edit) ([]byte, error) {
+	data, err := os.ReadFile(filepath.Join(root, rel))
 	if err != nil {
-		return fmt.Errorf("failed to read %q: %w", rel, err)
+		return nil, fmt.Errorf("failed to read %q: %w", rel, err)
 	}
 	lines := bytes.SplitAfter(data, []byte("\n"))
 	for _, e := range edits {
 		if e.s.line < 1 || e.s.line > len(lines) {
-			return fmt.Errorf("failed to edit %s: line out of range", e.s)
+			return nil, fmt.Errorf("failed to edit %s: line out of range", e.s)
 		}
 		line := string(lines[e.s.line-1])
 		start := e.s.col - 1
+		if start < 0 || start > len(line) {
+			return nil, fmt.Errorf("failed to edit %s: column out of range", e.s)
+		}
 		idx := strings.Index(line[start:], e.old)
 		if idx < 0 {
-			return fmt.Errorf("failed to edit %s: %q not found on the line", e.s, e.old)
+			return nil, fmt.Errorf("failed to edit %s: %q not found on the line", e.s, e.old)
 		}
 		idx += start
 		lines[e.s.line-1] = []byte(line[:idx] + e.new + line[idx+len(e.old):])
 	}
-	if err := os.WriteFile(path, bytes.Join(lines, nil), 0o644); err != nil { //nolint:gosec // a tracked text file
-		return fmt.Errorf("failed to write %q: %w", rel, err)
-	}
-	return nil
+	return bytes.Join(lines, nil), nil
 }
