@@ -19,10 +19,14 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=SCRIPTDIR/versions.env
 source "${ROOT}/hack/versions.env"
+# shellcheck source=SCRIPTDIR/lib/debian.sh
+source "${ROOT}/hack/lib/debian.sh"
 
 CACHE="${TATARA_CACHE:-${HOME}/.cache/tatara}"
 K8S_BIN="${CACHE}/k8s/${KUBERNETES_VERSION}/bin"
 NODE_CACHE="${CACHE}/kind-node"
+# Rootfs tarballs and .debs of hack/lib/debian.sh.
+DEB_CACHE="${NODE_CACHE}"
 IMAGE="${KIND_NODE_IMAGE:-tatara.local/kind-node:${KUBERNETES_VERSION}}"
 INPUTS_LABEL="dev.tatara.kind-node.inputs"
 
@@ -50,41 +54,7 @@ step() {
 for tool in docker go sha256sum tar; do
 	command -v "${tool}" >/dev/null || die "${tool} is not on PATH"
 done
-
-# apt_mirror prints the Debian mirror of this machine's apt sources (deb822 .sources or one-line
-# sources.list), the one serving the main suite, so no mirror host is written in this repository.
-apt_mirror() {
-	local suite="$1" f uri
-	for f in /etc/apt/sources.list.d/*.sources; do
-		[[ -f "${f}" ]] || continue
-		uri="$(awk -v suite="${suite}" '
-			/^[[:space:]]*$/ { if (ok && u != "") { print u; exit } ok = 0; u = "" ; next }
-			/^URIs:/ { u = $2 }
-			/^Suites:/ { for (i = 2; i <= NF; i++) if ($i == suite) ok = 1 }
-			END { if (ok && u != "") print u }' "${f}" | head -n1)"
-		[[ -n "${uri}" ]] && { echo "${uri}"; return; }
-	done
-	for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-		[[ -f "${f}" ]] || continue
-		uri="$(awk -v suite="${suite}" '$1 == "deb" && $0 !~ /\[/ && $3 == suite { print $2; exit }
-			$1 == "deb" && $2 ~ /^\[/ { for (i = 3; i < NF; i++) if ($(i+1) == suite && $i ~ /:\/\//) { print $i; exit } }' "${f}")"
-		[[ -n "${uri}" ]] && { echo "${uri}"; return; }
-	done
-	die "found no apt source for suite ${suite} in /etc/apt/sources.list or /etc/apt/sources.list.d/"
-}
-
-SUITE="$(. /etc/os-release && echo "${VERSION_CODENAME:-}")"
-[[ -n "${SUITE}" ]] || die "cannot read VERSION_CODENAME from /etc/os-release (need a Debian host for debootstrap)"
-MIRROR="$(apt_mirror "${SUITE}")"
-
-ensure_debootstrap() {
-	command -v debootstrap >/dev/null && return
-	log "installing debootstrap from the machine's apt sources"
-	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null \
-		|| die "apt-get update failed (needed to install debootstrap)"
-	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends debootstrap >/dev/null \
-		|| die "could not apt-get install debootstrap"
-}
+debian_init
 
 kind_module_dir() {
 	local dir
@@ -93,46 +63,11 @@ kind_module_dir() {
 	echo "${dir}"
 }
 
-# debootstrap_tar OUT PACKAGES...: a minbase root filesystem with the packages, as a tarball.
-debootstrap_tar() {
-	local out="$1" dir
-	shift
-	dir="${out%.tar}.d"
-	rm -rf "${dir}"
-	mkdir -p "${NODE_CACHE}/debs"
-	log "debootstrap ${SUITE} (${#} packages) into ${dir}"
-	# nice/ionice: the machine is shared; --cache-dir keeps the .debs for the next rootfs.
-	nice -n 19 debootstrap --variant=minbase --cache-dir="${NODE_CACHE}/debs" \
-		--include="$(IFS=,; echo "$*")" "${SUITE}" "${dir}" "${MIRROR}" >"${dir}.log" 2>&1 \
-		|| { tail -n 30 "${dir}.log" >&2; die "debootstrap failed (log: ${dir}.log)"; }
-	# Trim what a node never reads: docs, man pages, locales, apt lists.
-	rm -rf "${dir}"/usr/share/{doc,man,info,locale}/* "${dir}"/var/lib/apt/lists/* \
-		"${dir}"/var/cache/apt/archives/*.deb "${dir}"/var/log/* "${dir}"/tmp/*
-	tar --numeric-owner --one-file-system -C "${dir}" -cf "${out}.tmp" \
-		--exclude=./dev/* --exclude=./proc/* --exclude=./sys/* .
-	mv "${out}.tmp" "${out}"
-	rm -rf "${dir}" "${dir}.log"
-}
-
-cached_rootfs() { # name packages...
-	local name="$1" key out
-	shift
-	key="$(printf '%s\n' "${SUITE}" "${MIRROR}" "$@" | sha256sum | cut -c1-16)"
-	out="${NODE_CACHE}/${name}-${SUITE}-${key}.tar"
-	if [[ -f "${out}" ]]; then
-		log "cached ${name} rootfs: ${out}"
-	else
-		ensure_debootstrap
-		debootstrap_tar "${out}" "$@"
-	fi
-	echo "${out}"
-}
-
 inputs_hash() {
 	{
 		echo "${IMAGE} ${SUITE} ${MIRROR}"
 		printf '%s\n' "${NODE_PACKAGES[@]}" "${PROXY_PACKAGES[@]}"
-		cat "${ROOT}/hack/versions.env" "${BASH_SOURCE[0]}"
+		cat "${ROOT}/hack/versions.env" "${BASH_SOURCE[0]}" "${ROOT}/hack/lib/debian.sh"
 		cat "${ROOT}"/hack/node/*
 		cat "${K8S_BIN}"/.stamps/*
 		(cd "${KIND_DIR}/images/base/files" && find . -type f -print0 | sort -z | xargs -0 sha256sum)
