@@ -2,6 +2,7 @@ package model
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -110,7 +111,14 @@ func newTestServer(t *testing.T, key string) *httptest.Server {
 	return ts
 }
 
-func post(t *testing.T, url, key, body string) *http.Response {
+// response is a read and closed HTTP response.
+type response struct {
+	code   int
+	header http.Header
+	body   []byte
+}
+
+func post(t *testing.T, url, key, body string) response {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
@@ -121,19 +129,22 @@ func post(t *testing.T, url, key, body string) *http.Response {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = resp.Body.Close() })
-	return resp
+	defer func() { _ = resp.Body.Close() }()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return response{code: resp.StatusCode, header: resp.Header, body: raw}
 }
 
 func send(t *testing.T, ts *httptest.Server, c *conversation) apiMessage {
 	t.Helper()
 	resp := post(t, ts.URL+"/v1/messages", "k", c.body(false))
-	if resp.StatusCode != http.StatusOK {
-		raw, _ := io.ReadAll(resp.Body)
-		t.Fatalf("status %d: %s", resp.StatusCode, raw)
+	if resp.code != http.StatusOK {
+		t.Fatalf("status %d: %s", resp.code, resp.body)
 	}
 	var m apiMessage
-	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+	if err := json.Unmarshal(resp.body, &m); err != nil {
 		t.Fatal(err)
 	}
 	return m
@@ -240,12 +251,12 @@ func TestStreamedToolUse(t *testing.T) {
 	ts := newTestServer(t, "k")
 	c := newConversation(script, []map[string]any{schemaTool("mcp__tatara__report_internal_issue")}, "")
 	resp := post(t, ts.URL+"/v1/messages", "k", c.body(true))
-	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+	if ct := resp.header.Get("Content-Type"); ct != "text/event-stream" {
 		t.Fatalf("content type %q", ct)
 	}
 	var events []string
 	var partial strings.Builder
-	sc := bufio.NewScanner(resp.Body)
+	sc := bufio.NewScanner(bytes.NewReader(resp.body))
 	for sc.Scan() {
 		line := sc.Text()
 		if name, ok := strings.CutPrefix(line, "event: "); ok {
@@ -289,9 +300,8 @@ func TestRequestsThatAreRefused(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			resp := post(t, ts.URL+tt.path, tt.key, tt.body)
-			raw, _ := io.ReadAll(resp.Body)
-			if resp.StatusCode != tt.code || !strings.Contains(string(raw), tt.wantMsg) {
-				t.Errorf("got %d %s, want %d with %q", resp.StatusCode, raw, tt.code, tt.wantMsg)
+			if resp.code != tt.code || !strings.Contains(string(resp.body), tt.wantMsg) {
+				t.Errorf("got %d %s, want %d with %q", resp.code, resp.body, tt.code, tt.wantMsg)
 			}
 		})
 	}
@@ -304,7 +314,7 @@ func TestCountTokensAgreesWithTheRecord(t *testing.T) {
 	var got struct {
 		InputTokens int `json:"input_tokens"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
+	if err := json.Unmarshal(resp.body, &got); err != nil {
 		t.Fatal(err)
 	}
 	recs := recorded(t, ts, "s1")
