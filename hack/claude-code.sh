@@ -15,6 +15,13 @@ CACHE="${TATARA_CACHE:-${HOME}/.cache/tatara}"
 log() { printf '[claude-code %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
+if ! command -v npm >/dev/null; then
+	[[ "$(id -u)" == 0 ]] || die "npm is not on PATH (install Node.js and npm)"
+	log "installing npm from the machine's apt sources"
+	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null || die "apt-get update failed"
+	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends npm >/dev/null \
+		|| die "could not apt-get install npm"
+fi
 for tool in npm sha512sum base64 od tar; do
 	command -v "${tool}" >/dev/null || die "${tool} is not on PATH"
 done
