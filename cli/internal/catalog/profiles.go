@@ -17,6 +17,26 @@ const (
 	ProfileSelfImprove = "selfImprove"
 )
 
+// kindProfiles maps each Task kind (the operator's CRD enum) to its profile. Kinds are plain
+// strings here so the catalog stays free of the operator's API; the operator proves its enum and
+// this table agree (operator/internal/agent TestEveryKindHasAProfile).
+var kindProfiles = map[string]string{
+	"implement":      ProfileImplement,
+	"review":         ProfileReview,
+	"triageIssue":    ProfileTriage,
+	"brainstorm":     ProfileBrainstorm, // healthCheck Tasks are kind brainstorm
+	"issueLifecycle": ProfileLifecycle,
+	"incident":       ProfileIncident,
+	"selfImprove":    ProfileSelfImprove,
+}
+
+// ProfileForKind returns the profile of a Task kind; "" for an unknown kind, for which the cli
+// fails open.
+func ProfileForKind(kind string) string { return kindProfiles[kind] }
+
+// Kinds returns the Task kinds that have a profile, sorted.
+func Kinds() []string { return slices.Sorted(maps.Keys(kindProfiles)) }
+
 // alwaysOn is unioned into every profile so that no profile author can forget them.
 var alwaysOn = []string{ReportInternalIssue, "project_get", "repo_list", "task_get"}
 

@@ -27,8 +27,31 @@ func TestCatalogCounts(t *testing.T) {
 	}
 }
 
-// The expected counts are ARCHITECTURE.md section 4's table, worked out by hand there: the
-// profile code computes them from groups and names, so agreement is a real check.
+// The one hand-pinned statement of the design's profile table (docs/architecture.md, "Profiles"):
+// each Task kind's profile and that profile's tool count, worked out by hand. The catalog computes
+// them from groups and names, so agreement is a real check; every other test derives its
+// expectations from the catalog.
+func TestKindProfiles(t *testing.T) {
+	want := map[string]string{
+		"implement": ProfileImplement, "review": ProfileReview, "triageIssue": ProfileTriage,
+		"brainstorm": ProfileBrainstorm, "issueLifecycle": ProfileLifecycle, "incident": ProfileIncident,
+		"selfImprove": ProfileSelfImprove,
+	}
+	for kind, profile := range want {
+		if got := ProfileForKind(kind); got != profile {
+			t.Errorf("ProfileForKind(%q) = %q, want %q", kind, got, profile)
+		}
+	}
+	if got := Kinds(); len(got) != len(want) {
+		t.Errorf("Kinds() = %v, want the %d kinds above", got, len(want))
+	}
+	for _, kind := range []string{"", "healthCheck", "Implement", "triage"} {
+		if got := ProfileForKind(kind); got != "" {
+			t.Errorf("ProfileForKind(%q) = %q, want \"\" (fail-open)", kind, got)
+		}
+	}
+}
+
 func TestProfileCounts(t *testing.T) {
 	want := map[string]int{
 		ProfileImplement: 46, ProfileReview: 39, ProfileTriage: 41, ProfileBrainstorm: 52,

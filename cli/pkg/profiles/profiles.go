@@ -9,6 +9,20 @@ import (
 	"tatara.dev/cli/internal/catalog"
 )
 
+// ForKind returns the tool profile of a Task kind, as the operator sets TATARA_TOOL_PROFILE;
+// "" for an unknown kind (the cli then fails open).
+func ForKind(kind string) string { return catalog.ProfileForKind(kind) }
+
+// Kinds returns the Task kinds the catalog maps to a profile, sorted.
+func Kinds() []string { return catalog.Kinds() }
+
+// IssueCategories and IssueSeverities are report_internal_issue's enums: the one source the
+// wrapper's transcript reader clamps against.
+func IssueCategories() []string { return slices.Clone(catalog.IssueCategories) }
+
+// IssueSeverities: see IssueCategories.
+func IssueSeverities() []string { return slices.Clone(catalog.IssueSeverities) }
+
 // Names returns the known profile names, sorted.
 func Names() []string { return catalog.ProfileNames() }
 
