@@ -56,8 +56,8 @@ bench-tool-search: ## The real agent CLI against the model stand-in: tokens and 
 	@claude=$$(hack/claude-code.sh) && cd e2e && go run ./cmd/toolsearch-bench --claude "$$claude" --tatara $(BIN_DIR)/tatara
 
 .PHONY: docs
-docs: ## Regenerate cli/docs/tools.md from the tool catalog.
-	cd cli && UPDATE_DOCS=1 go test ./internal/cli -run TestToolReferenceUpToDate -count=1
+docs: ## Regenerate cli/docs/tools.md and the README's profile table from the tool catalog.
+	cd cli && UPDATE_DOCS=1 go test ./internal/cli -run 'TestToolReferenceUpToDate|TestReadmeProfileTableUpToDate' -count=1
 
 .PHONY: update-snapshots
 update-snapshots: ## Rewrite the per-tool schema snapshots after a reviewed catalog change.

@@ -17,7 +17,7 @@ import (
 // Group is the family a tool belongs to; profiles grant whole groups.
 type Group string
 
-// The tool groups of ARCHITECTURE.md section 3.
+// The tool groups (docs/architecture.md, "From Task kind to tool list").
 const (
 	GroupMemory    Group = "memory"
 	GroupCodeGraph Group = "code-graph"
@@ -137,7 +137,7 @@ type Tool struct {
 	Handler func(ctx context.Context, deps Deps, args map[string]any) (string, error)
 }
 
-// All returns the whole catalog in its declared order (groups in ARCHITECTURE.md order).
+// All returns the whole catalog in its declared order: memory, code-graph, operator, chat, platform.
 func All() []Tool {
 	var all []Tool
 	all = append(all, MemoryTools()...)

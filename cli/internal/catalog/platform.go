@@ -8,11 +8,12 @@ import (
 	"strings"
 )
 
-// ReportInternalIssue is the platform self-report tool (spec Part C). The wrapper matches the
+// ReportInternalIssue is the platform self-report tool. The wrapper matches the
 // agent-side name mcp__tatara__<this> in the transcript, so renaming it is a breaking change.
 const ReportInternalIssue = "report_internal_issue"
 
-// Issue categories and severities of report_internal_issue, exactly the spec's enums.
+// Issue categories and severities of report_internal_issue: the one source (the wrapper reads
+// them through pkg/profiles).
 var (
 	IssueCategories = []string{"tool_error", "directive_contradiction", "workspace_broken",
 		"memory_inconsistent", "graph_inconsistent", "auth", "other"}

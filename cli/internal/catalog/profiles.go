@@ -5,7 +5,7 @@ import (
 	"slices"
 )
 
-// Profile names (ARCHITECTURE.md section 4). The operator sets one per Task kind in
+// Profile names (docs/architecture.md, "Profiles"). The operator sets one per Task kind in
 // TATARA_TOOL_PROFILE; "" or an unknown name fails open to the whole catalog.
 const (
 	ProfileImplement   = "implement"

@@ -148,7 +148,7 @@ func TestEveryProfileHasReportInternalIssueAndResearch(t *testing.T) {
 	}
 }
 
-// The operator tools of every profile, exactly as ARCHITECTURE.md section 4 lists them (alwaysOn
+// The operator tools of every profile, exactly as docs/architecture.md ("Profiles") lists them (alwaysOn
 // project_get, repo_list and task_get included). Counts alone would miss a swapped tool.
 func TestProfileOperatorToolsExact(t *testing.T) {
 	always := []string{"project_get", "repo_list", "task_get"}

@@ -7,6 +7,33 @@ import (
 	"tatara.dev/cli/internal/catalog"
 )
 
+// ProfileTable renders the README's table of Task kinds and their profiles from the catalog,
+// between the markers profileTableBegin and profileTableEnd.
+func ProfileTable() string {
+	var b strings.Builder
+	b.WriteString("| Task kind | profile | chat | tools |\n|---|---|---|---|\n")
+	for _, kind := range catalog.Kinds() {
+		profile := catalog.ProfileForKind(kind)
+		tools, _ := catalog.ProfileTools(profile)
+		chat := "no"
+		for _, t := range catalog.ChatTools() {
+			if tools[t.Name] {
+				chat = "yes"
+				break
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %d |\n", kind, profile, chat, len(tools))
+	}
+	fmt.Fprintf(&b, "| anything else, or unset | \"\" (fail-open, WARN log) | yes | %d |\n", len(catalog.All()))
+	return b.String()
+}
+
+// The README's generated profile table sits between these lines.
+const (
+	profileTableBegin = "<!-- profile table: generated from the cli catalog by `make docs`; do not edit -->\n"
+	profileTableEnd   = "<!-- end of profile table -->\n"
+)
+
 // ToolReference renders the per-profile tool reference (docs/tools.md) from the catalog.
 func ToolReference() string {
 	var b strings.Builder

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -21,5 +22,32 @@ func TestToolReferenceUpToDate(t *testing.T) {
 	got, err := os.ReadFile(path)
 	if err != nil || string(got) != want {
 		t.Fatalf("cli/docs/tools.md is missing or stale (%v); run: make docs", err)
+	}
+}
+
+// TestReadmeProfileTableUpToDate: the README's profile table is the catalog's (make docs
+// rewrites it in place, between its markers).
+func TestReadmeProfileTableUpToDate(t *testing.T) {
+	const path = "../../../README.md"
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(raw)
+	begin := strings.Index(readme, profileTableBegin)
+	end := strings.Index(readme, profileTableEnd)
+	if begin < 0 || end < begin {
+		t.Fatalf("README.md has no profile table markers %q ... %q", profileTableBegin, profileTableEnd)
+	}
+	got := readme[begin+len(profileTableBegin) : end]
+	want := ProfileTable()
+	if os.Getenv("UPDATE_DOCS") == "1" {
+		if err := os.WriteFile(path, []byte(readme[:begin+len(profileTableBegin)]+want+readme[end:]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if got != want {
+		t.Fatalf("README.md's profile table is stale; run: make docs\n got:\n%s\nwant:\n%s", got, want)
 	}
 }
