@@ -181,7 +181,7 @@ func TestGatingPerProfile(t *testing.T) {
 		Assess("each pod registers, and the model is offered, exactly its kind's profile", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			r, cs := clients(t, cfg)
 			for _, run := range runs {
-				task, want := run.task, wantTools[run.task.Spec.Kind]
+				task, want := run.task, wantTools(run.task.Spec.Kind)
 				pod := finishedAgentPod(ctx, t, r, cs, task)
 				checkAgentImageHostsWrapper(ctx, t, r, pod)
 				for _, name := range []string{"cli", "wrapper"} {
@@ -239,13 +239,13 @@ func TestEveryKind(t *testing.T) {
 		}).
 		Assess("each kind's pod registers its profile's count", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			r, cs := clients(t, cfg)
-			if len(tasks) != len(wantTools) {
-				t.Fatalf("%d CRD kinds, but the suite knows %d", len(tasks), len(wantTools))
+			if len(tasks) != len(profiles.Kinds()) {
+				t.Fatalf("%d CRD kinds, but the catalog maps %d kinds to profiles", len(tasks), len(profiles.Kinds()))
 			}
 			for _, task := range tasks {
-				want, ok := wantTools[task.Spec.Kind]
-				if !ok {
-					t.Fatalf("no expected profile for kind %s", task.Spec.Kind)
+				want := wantTools(task.Spec.Kind)
+				if want.profile == "" {
+					t.Fatalf("no profile for kind %s in the catalog", task.Spec.Kind)
 				}
 				pod := finishedAgentPod(ctx, t, r, cs, task)
 				checkGauge(ctx, t, cs, pod, want.profile, want.count)
@@ -290,7 +290,7 @@ func TestOverrideAndFailOpen(t *testing.T) {
 			if got := envValues(c, "TATARA_TOOL_PROFILE"); len(got) != 2 || got[0] != "implement" || got[1] != "review" {
 				t.Errorf("cli env TATARA_TOOL_PROFILE entries = %v, want [implement review] (profile first, extras last)", got)
 			}
-			checkGauge(ctx, t, cs, pod, "review", wantTools[tatarav1.KindReview].count)
+			checkGauge(ctx, t, cs, pod, "review", len(profileToolNames("review")))
 			checkModelSawProfile(ctx, t, cs, override.Name, "review", false)
 			return ctx
 		}).

@@ -36,15 +36,16 @@ const (
 	waitTimeout     = 3 * time.Minute
 )
 
-// wantTools is ARCHITECTURE.md section 4: what each Task kind's pod must register.
-var wantTools = map[tatarav1.TaskKind]struct {
+// wantTools is what a Task kind's pod must register: its profile in the cli catalog and that
+// profile's tool count (the numbers are pinned once, in the catalog's tests).
+func wantTools(kind tatarav1.TaskKind) toolsWant {
+	profile := profiles.ForKind(string(kind))
+	return toolsWant{profile: profile, count: len(profileToolNames(profile))}
+}
+
+type toolsWant struct {
 	profile string
 	count   int
-}{
-	tatarav1.KindImplement: {"implement", 46}, tatarav1.KindReview: {"review", 39},
-	tatarav1.KindTriageIssue: {"triage", 41}, tatarav1.KindBrainstorm: {"brainstorm", 52},
-	tatarav1.KindIssueLifecycle: {"lifecycle", 60}, tatarav1.KindIncident: {"incident", 52},
-	tatarav1.KindSelfImprove: {"selfImprove", 43},
 }
 
 func clients(t *testing.T, cfg *envconf.Config) (*resources.Resources, *kubernetes.Clientset) {
