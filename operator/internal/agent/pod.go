@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"tatara.dev/cli/pkg/profiles"
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 )
 
@@ -75,28 +76,10 @@ func PodName(task string) string { return PodNamePrefix + task }
 // SecretName is the deterministic name of a Task's token Secret.
 func SecretName(task string) string { return PodNamePrefix + task + "-token" }
 
-// ToolProfileForKind maps a Task kind to the cli tool profile, exactly as the spec's
-// "Operator wiring"; an unknown kind yields "" and the cli then fails open.
-func ToolProfileForKind(kind tatarav1.TaskKind) string {
-	switch kind {
-	case tatarav1.KindImplement:
-		return "implement"
-	case tatarav1.KindReview:
-		return "review"
-	case tatarav1.KindTriageIssue:
-		return "triage"
-	case tatarav1.KindBrainstorm:
-		return "brainstorm" // healthCheck Tasks share kind brainstorm
-	case tatarav1.KindIssueLifecycle:
-		return "lifecycle"
-	case tatarav1.KindIncident:
-		return "incident"
-	case tatarav1.KindSelfImprove:
-		return "selfImprove"
-	default:
-		return ""
-	}
-}
+// ToolProfileForKind is the cli tool profile of a Task kind (TATARA_TOOL_PROFILE): the cli
+// catalog's table, profiles.ForKind. An unknown kind yields "" and the cli then fails open;
+// healthCheck Tasks are kind brainstorm and share its profile.
+func ToolProfileForKind(kind tatarav1.TaskKind) string { return profiles.ForKind(string(kind)) }
 
 // Labels returns the labels of a Task's Secret and pod.
 func Labels(task *tatarav1.Task) map[string]string {

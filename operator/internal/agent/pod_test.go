@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"tatara.dev/cli/pkg/profiles"
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 )
 
@@ -57,61 +58,78 @@ func envValue(env []corev1.EnvVar, name string) (string, int) {
 	return "", -1
 }
 
+// TestToolProfileForKind: every CRD kind gets the cli catalog's profile, which is never "";
+// anything else fails open with "". The kind -> profile table itself is pinned once, in the
+// cli catalog's tests.
 func TestToolProfileForKind(t *testing.T) {
-	tests := []struct {
+	for _, kind := range tatarav1.TaskKinds {
+		t.Run(string(kind), func(t *testing.T) {
+			want := profiles.ForKind(string(kind))
+			if want == "" {
+				t.Fatalf("the cli catalog has no profile for CRD kind %q", kind)
+			}
+			if got := ToolProfileForKind(kind); got != want {
+				t.Fatalf("ToolProfileForKind(%q) = %q, want %q", kind, got, want)
+			}
+		})
+	}
+	for _, tt := range []struct {
 		name string
 		kind tatarav1.TaskKind
-		want string
 	}{
-		{"implement", tatarav1.KindImplement, "implement"},
-		{"review", tatarav1.KindReview, "review"},
-		{"triageIssue", tatarav1.KindTriageIssue, "triage"},
-		{"brainstorm", tatarav1.KindBrainstorm, "brainstorm"},
-		{"healthCheck (Kind=brainstorm)", tatarav1.KindBrainstorm, "brainstorm"},
-		{"issueLifecycle", tatarav1.KindIssueLifecycle, "lifecycle"},
-		{"incident", tatarav1.KindIncident, "incident"},
-		{"selfImprove", tatarav1.KindSelfImprove, "selfImprove"},
-		{"unknown kind fails open", "deploy", ""},
-		{"healthCheck is not a kind", "healthCheck", ""},
-		{"empty kind", "", ""},
-	}
-	for _, tt := range tests {
+		{"unknown kind fails open", "deploy"},
+		{"healthCheck is not a kind (healthCheck Tasks are kind brainstorm)", "healthCheck"},
+		{"empty kind", ""},
+	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := ToolProfileForKind(tt.kind); got != tt.want {
-				t.Fatalf("ToolProfileForKind(%q) = %q, want %q", tt.kind, got, tt.want)
+			if got := ToolProfileForKind(tt.kind); got != "" {
+				t.Fatalf("ToolProfileForKind(%q) = %q, want \"\"", tt.kind, got)
 			}
 		})
 	}
 }
 
+// TestTaskKindsAreTheCatalogKinds: the CRD enum (tatarav1.TaskKinds, which TestCRDKindEnum ties
+// to the generated CRD) and the kinds the cli catalog maps to a profile are one set; a kind
+// added to either alone fails here.
+func TestTaskKindsAreTheCatalogKinds(t *testing.T) {
+	var crd []string
+	for _, k := range tatarav1.TaskKinds {
+		crd = append(crd, string(k))
+	}
+	catalog := profiles.Kinds()
+	for _, k := range crd {
+		if !slices.Contains(catalog, k) {
+			t.Errorf("CRD kind %q has no profile in the cli catalog (profiles.Kinds() = %v)", k, catalog)
+		}
+	}
+	for _, k := range catalog {
+		if !slices.Contains(crd, k) {
+			t.Errorf("the cli catalog maps kind %q, which is not in the CRD enum (tatarav1.TaskKinds = %v)", k, crd)
+		}
+	}
+	if slices.Sort(crd); !slices.Equal(crd, catalog) {
+		t.Errorf("sorted CRD kinds %v != profiles.Kinds() %v", crd, catalog)
+	}
+}
+
 // TestBuildPodToolProfilePerKind checks the env of BOTH containers for every kind.
 func TestBuildPodToolProfilePerKind(t *testing.T) {
-	tests := []struct {
-		kind tatarav1.TaskKind
-		want string
-	}{
-		{tatarav1.KindImplement, "implement"},
-		{tatarav1.KindReview, "review"},
-		{tatarav1.KindTriageIssue, "triage"},
-		{tatarav1.KindBrainstorm, "brainstorm"},
-		{tatarav1.KindIssueLifecycle, "lifecycle"},
-		{tatarav1.KindIncident, "incident"},
-		{tatarav1.KindSelfImprove, "selfImprove"},
-		{"notAKind", ""},
-	}
-	for _, tt := range tests {
-		t.Run(string(tt.kind), func(t *testing.T) {
-			pod := BuildPod(testTask(tt.kind), testProject(), testConfig())
+	kinds := append(slices.Clone(tatarav1.TaskKinds), "notAKind")
+	for _, kind := range kinds {
+		want := profiles.ForKind(string(kind)) // "" for notAKind
+		t.Run(string(kind), func(t *testing.T) {
+			pod := BuildPod(testTask(kind), testProject(), testConfig())
 			for _, c := range append(pod.Spec.InitContainers, pod.Spec.Containers...) {
 				got, i := envValue(c.Env, "TATARA_TOOL_PROFILE")
 				if i < 0 {
 					t.Fatalf("container %q has no TATARA_TOOL_PROFILE", c.Name)
 				}
-				if got != tt.want {
-					t.Errorf("container %q TATARA_TOOL_PROFILE = %q, want %q", c.Name, got, tt.want)
+				if got != want {
+					t.Errorf("container %q TATARA_TOOL_PROFILE = %q, want %q", c.Name, got, want)
 				}
-				if kind, _ := envValue(c.Env, "TATARA_TASK_KIND"); kind != string(tt.kind) {
-					t.Errorf("container %q TATARA_TASK_KIND = %q, want %q", c.Name, kind, tt.kind)
+				if got, _ := envValue(c.Env, "TATARA_TASK_KIND"); got != string(kind) {
+					t.Errorf("container %q TATARA_TASK_KIND = %q, want %q", c.Name, got, kind)
 				}
 			}
 		})
