@@ -35,9 +35,13 @@ fmt: ## gofmt every module.
 vet: ## go vet every module.
 	@for m in $(MODULES); do echo "== vet $$m"; (cd $$m && go vet ./...); done
 
+# Every shell script of the repository (by its shebang), for shellcheck.
+SHELL_SCRIPTS = $(shell git ls-files | xargs grep -lE '^\#!(/usr/bin/env (ba)?sh|/bin/(ba)?sh)' 2>/dev/null)
+
 .PHONY: lint
-lint: $(GOLANGCI_LINT) ## gofmt check + golangci-lint on every module.
+lint: $(GOLANGCI_LINT) ## gofmt check, shellcheck on every script, golangci-lint on every module.
 	@unformatted=$$(gofmt -l $(MODULES)); if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	@echo "== shellcheck $(words $(SHELL_SCRIPTS)) scripts"; hack/ensure-apt.sh shellcheck && shellcheck -x $(SHELL_SCRIPTS)
 	@for m in $(MODULES); do echo "== lint $$m"; (cd $$m && $(GOLANGCI_LINT) run ./...); done
 
 .PHONY: test
@@ -55,13 +59,19 @@ bench-tool-search: ## The real agent CLI against the model stand-in: tokens and 
 	@$(call go_build,tatara,$(BIN_DIR)/tatara)
 	@claude=$$(hack/claude-code.sh) && cd e2e && go run ./cmd/toolsearch-bench --claude "$$claude" --tatara $(BIN_DIR)/tatara
 
-.PHONY: docs
-docs: ## Regenerate cli/docs/tools.md and the README's profile table from the tool catalog.
-	cd cli && UPDATE_DOCS=1 go test ./internal/cli -run 'TestToolReferenceUpToDate|TestReadmeProfileTableUpToDate' -count=1
+# Every generated or golden file, rewritten by its test with UPDATE_GOLDEN=1 (package
+# tatara.dev/cli/pkg/golden): <module>:<package>:<test regexp>.
+GOLDEN_TESTS := \
+	cli:./internal/cli:TestToolReferenceUpToDate|TestReadmeProfileTableUpToDate \
+	cli:./internal/mcpserver:TestToolSnapshots \
+	operator:./internal/agent:TestBuildPodGolden \
+	charts:.:TestDefaultRenderSnapshots
 
-.PHONY: update-snapshots
-update-snapshots: ## Rewrite the per-tool schema snapshots after a reviewed catalog change.
-	cd cli && UPDATE_TOOLSNAPS=1 go test ./internal/mcpserver -run TestToolSnapshots -count=1
+.PHONY: update-golden
+update-golden: chart-tools ## Rewrite every golden file (docs, tool and chart snapshots, pod goldens) after a reviewed change.
+	@for g in $(GOLDEN_TESTS); do mod=$${g%%:*}; rest=$${g#*:}; pkg=$${rest%%:*}; run=$${rest#*:}; \
+		echo "== update-golden $$mod $$pkg $$run"; (cd $$mod && UPDATE_GOLDEN=1 go test $$pkg -run "^($$run)\$$" -count=1) || exit 1; done
+	@git status --short -- cli/docs README.md cli/internal/mcpserver/testdata operator/internal/agent/testdata charts/testdata
 
 ##@ Build
 
@@ -255,10 +265,6 @@ bump: ## Bump a component everywhere: make bump COMPONENT=cli|wrapper|operator|a
 .PHONY: sync-crds
 sync-crds: ## Copy the operator's generated CRDs and RBAC rules into the tatara-operator chart (make test checks).
 	@cd charts && go run ./cmd/syncoperator --root ..
-
-.PHONY: chart-snapshots
-chart-snapshots: ## Rewrite charts/testdata/snapshots after a reviewed template change.
-	cd charts && UPDATE_SNAPSHOTS=1 go test . -run TestDefaultRenderSnapshots -count=1
 
 .PHONY: monitoring-crds
 monitoring-crds: ## Regenerate the prometheus-operator CRDs the chart tests dry-run against.

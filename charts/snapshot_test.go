@@ -36,13 +36,13 @@ func manifest(t *testing.T, name string, vals map[string]any) string {
 
 // TestDefaultRenderSnapshots keeps each chart's default render (and the monitoring render) in
 // testdata/snapshots, so a template change shows up as a reviewable diff.
-// UPDATE_SNAPSHOTS=1 go test ./... -run TestDefaultRenderSnapshots rewrites them.
+// make update-golden (UPDATE_GOLDEN=1) rewrites them.
 func TestDefaultRenderSnapshots(t *testing.T) {
 	for _, tc := range renderCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			got := manifest(t, tc.chart, tc.vals)
 			path := filepath.Join(repoRoot(t), "charts", "testdata", "snapshots", strings.ReplaceAll(tc.name, "/", "_")+".yaml")
-			if os.Getenv("UPDATE_SNAPSHOTS") == "1" {
+			if os.Getenv("UPDATE_GOLDEN") == "1" {
 				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 					t.Fatal(err)
 				}
@@ -53,10 +53,10 @@ func TestDefaultRenderSnapshots(t *testing.T) {
 			}
 			want, err := os.ReadFile(path)
 			if err != nil {
-				t.Fatalf("missing snapshot %s: run `make chart-snapshots` and review the result", path)
+				t.Fatalf("missing snapshot %s: run `make update-golden` and review the result", path)
 			}
 			if string(want) != got {
-				t.Fatalf("render of %s differs from %s: review the change, then run `make chart-snapshots`\n%s", tc.name, path, firstDiff(string(want), got))
+				t.Fatalf("render of %s differs from %s: review the change, then run `make update-golden`\n%s", tc.name, path, firstDiff(string(want), got))
 			}
 		})
 	}

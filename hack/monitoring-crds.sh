@@ -5,7 +5,7 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-# shellcheck source=versions.env
+# shellcheck source=SCRIPTDIR/versions.env
 source "${ROOT}/hack/versions.env"
 CACHE="${TATARA_CACHE:-${HOME}/.cache/tatara}"
 WORK="${CACHE}/build/monitoring-crds-${PROMETHEUS_OPERATOR_VERSION}"

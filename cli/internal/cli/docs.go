@@ -30,7 +30,7 @@ func ProfileTable() string {
 
 // The README's generated profile table sits between these lines.
 const (
-	profileTableBegin = "<!-- profile table: generated from the cli catalog by `make docs`; do not edit -->\n"
+	profileTableBegin = "<!-- profile table: generated from the cli catalog by `make update-golden`; do not edit -->\n"
 	profileTableEnd   = "<!-- end of profile table -->\n"
 )
 
@@ -39,7 +39,7 @@ func ToolReference() string {
 	var b strings.Builder
 	names := catalog.ProfileNames()
 	sets := map[string]map[string]bool{}
-	b.WriteString("# Tool reference\n\n<!-- Generated from the catalog by `make docs`; do not edit. -->\n\n")
+	b.WriteString("# Tool reference\n\n<!-- Generated from the catalog by `make update-golden`; do not edit. -->\n\n")
 	b.WriteString("Profiles are set per Task kind through `TATARA_TOOL_PROFILE`; an empty or unknown profile serves every tool.\n\n")
 	b.WriteString("| profile | tools |\n|---|---|\n")
 	for _, p := range names {

@@ -4,28 +4,17 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"tatara.dev/cli/pkg/golden"
 )
 
 // docs/tools.md is generated from the catalog; a stale copy fails with the command that fixes it.
 func TestToolReferenceUpToDate(t *testing.T) {
 	const path = "../../docs/tools.md"
-	want := ToolReference()
-	if os.Getenv("UPDATE_DOCS") == "1" {
-		if err := os.MkdirAll("../../docs", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	got, err := os.ReadFile(path)
-	if err != nil || string(got) != want {
-		t.Fatalf("cli/docs/tools.md is missing or stale (%v); run: make docs", err)
-	}
+	golden.Check(t, path, []byte(ToolReference()))
 }
 
-// TestReadmeProfileTableUpToDate: the README's profile table is the catalog's (make docs
+// TestReadmeProfileTableUpToDate: the README's profile table is the catalog's (make update-golden
 // rewrites it in place, between its markers).
 func TestReadmeProfileTableUpToDate(t *testing.T) {
 	const path = "../../../README.md"
@@ -41,13 +30,13 @@ func TestReadmeProfileTableUpToDate(t *testing.T) {
 	}
 	got := readme[begin+len(profileTableBegin) : end]
 	want := ProfileTable()
-	if os.Getenv("UPDATE_DOCS") == "1" {
+	if golden.Update() {
 		if err := os.WriteFile(path, []byte(readme[:begin+len(profileTableBegin)]+want+readme[end:]), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
 	if got != want {
-		t.Fatalf("README.md's profile table is stale; run: make docs\n got:\n%s\nwant:\n%s", got, want)
+		t.Fatalf("README.md's profile table is stale; run: make update-golden\n%s", golden.Diff(got, want))
 	}
 }
