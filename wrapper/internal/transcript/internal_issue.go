@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+
+	"tatara.dev/cli/pkg/profiles"
 )
 
 // internalIssueToolName is how the agent CLI names the cli's report_internal_issue tool:
@@ -14,15 +16,21 @@ import (
 // TestInternalIssueToolNameMatchesMCPConfig ties them together.
 const internalIssueToolName = "mcp__tatara__report_internal_issue"
 
-// Enum values of report_internal_issue (spec Part C). Anything else is clamped, which bounds the
-// counter's label cardinality whatever the model sends.
+// Enum values of report_internal_issue, as the cli declares them (profiles.IssueCategories and
+// IssueSeverities are the one source). Anything else is clamped, which bounds the counter's label
+// cardinality whatever the model sends.
 var (
-	issueCategories = map[string]bool{
-		"tool_error": true, "directive_contradiction": true, "workspace_broken": true,
-		"memory_inconsistent": true, "graph_inconsistent": true, "auth": true, "other": true,
-	}
-	issueSeverities = map[string]bool{"warn": true, "error": true}
+	issueCategories = setOf(profiles.IssueCategories())
+	issueSeverities = setOf(profiles.IssueSeverities())
 )
+
+func setOf(values []string) map[string]bool {
+	set := make(map[string]bool, len(values))
+	for _, v := range values {
+		set[v] = true
+	}
+	return set
+}
 
 // InternalIssueLabels returns every {category, severity} pair the counter can carry, sorted, so
 // the caller can create each series at 0: an increase() alert then fires on the first report of
@@ -40,6 +48,8 @@ func InternalIssueLabels() [][2]string {
 	return pairs
 }
 
+// What an unknown category or an unknown or missing severity becomes. Both are members of the
+// cli's enums (TestInternalIssueEnumsAreTheCLIs); "error" is also the cli's default severity.
 const (
 	defaultCategory = "other"
 	defaultSeverity = "error"
