@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -25,6 +24,7 @@ import (
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 	"tatara.dev/operator/internal/index"
 	"tatara.dev/operator/internal/metrics"
+	"tatara.dev/operator/internal/token"
 )
 
 // DefaultMaxBodyBytes bounds request bodies (413 above); it also bounds what one call can
@@ -224,13 +224,12 @@ func (s *Server) serve(rt route, w http.ResponseWriter, r *http.Request) (int, a
 
 // authenticate maps the bearer token to its Task through the token Secret's hash index.
 func (s *Server) authenticate(ctx context.Context, r *http.Request) (*tatarav1.Task, *apiError) {
-	h := r.Header.Get("Authorization")
-	token, ok := strings.CutPrefix(h, "Bearer ")
-	if !ok || strings.TrimSpace(token) == "" {
+	tok, ok := token.FromAuthorization(r.Header.Get("Authorization"))
+	if !ok {
 		return nil, errorf(http.StatusUnauthorized, "missing bearer token: send Authorization: Bearer <TATARA_TOKEN>")
 	}
 	var secrets corev1.SecretList
-	if err := s.opts.Client.List(ctx, &secrets, client.MatchingFields{index.SecretTokenHash: index.TokenHash(strings.TrimSpace(token))}); err != nil {
+	if err := s.opts.Client.List(ctx, &secrets, client.MatchingFields{index.SecretTokenHash: token.Hash(tok)}); err != nil {
 		return nil, errorf(http.StatusInternalServerError, "failed to look up token: %v", err)
 	}
 	if len(secrets.Items) != 1 {

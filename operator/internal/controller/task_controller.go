@@ -4,8 +4,6 @@ package controller
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -31,6 +29,7 @@ import (
 	"tatara.dev/operator/internal/agent"
 	"tatara.dev/operator/internal/index"
 	"tatara.dev/operator/internal/metrics"
+	"tatara.dev/operator/internal/token"
 )
 
 // The runtime ConfigMaps rendered by the cli and wrapper charts; key ImageKey names the image.
@@ -169,15 +168,6 @@ func (r *TaskReconciler) deleteStale(ctx context.Context, o client.Object) error
 	return errStaleObject
 }
 
-// newToken returns 32 random bytes, hex encoded.
-func newToken() (string, error) {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("failed to read random token: %w", err)
-	}
-	return hex.EncodeToString(b), nil
-}
-
 // ensureSecret creates the Task's token Secret once; an existing Secret is never re-minted,
 // so a restarted operator keeps the token the running agent already holds.
 func (r *TaskReconciler) ensureSecret(ctx context.Context, task *tatarav1.Task) error {
@@ -196,11 +186,11 @@ func (r *TaskReconciler) ensureSecret(ctx context.Context, task *tatarav1.Task) 
 	if !apierrors.IsNotFound(err) {
 		return fmt.Errorf("failed to get secret %q: %w", name, err)
 	}
-	token, err := newToken()
+	tok, err := token.New()
 	if err != nil {
 		return err
 	}
-	if err := r.Create(ctx, agent.BuildSecret(task, token)); err != nil {
+	if err := r.Create(ctx, agent.BuildSecret(task, tok)); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return nil // created by an earlier reconcile the cache has not seen yet
 		}

@@ -4,8 +4,6 @@ package index
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,11 +11,12 @@ import (
 
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 	"tatara.dev/operator/internal/agent"
+	"tatara.dev/operator/internal/token"
 )
 
 // Field index names.
 const (
-	// SecretTokenHash indexes the operator's token Secrets by TokenHash of their token, so the
+	// SecretTokenHash indexes the operator's token Secrets by token.Hash of their token, so the
 	// REST API finds a caller's Task without keeping tokens in clear as index keys.
 	SecretTokenHash = "tatara.dev/token-sha256"
 	// TaskProject indexes Tasks by spec.projectRef.name.
@@ -25,12 +24,6 @@ const (
 	// TaskParent indexes Tasks by spec.parent.
 	TaskParent = "spec.parent"
 )
-
-// TokenHash is the hex SHA-256 of a token.
-func TokenHash(token string) string {
-	sum := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(sum[:])
-}
 
 // Register adds the indexes to the manager's cache.
 func Register(ctx context.Context, idx client.FieldIndexer) error {
@@ -40,7 +33,7 @@ func Register(ctx context.Context, idx client.FieldIndexer) error {
 		if s.Labels[agent.LabelManagedBy] != agent.ManagedByValue || !ok || len(tok) == 0 {
 			return nil
 		}
-		return []string{TokenHash(string(tok))}
+		return []string{token.Hash(string(tok))}
 	}); err != nil {
 		return fmt.Errorf("failed to index secrets by %q: %w", SecretTokenHash, err)
 	}

@@ -1,0 +1,81 @@
+package token
+
+import (
+	"encoding/hex"
+	"strings"
+	"testing"
+)
+
+func TestNew(t *testing.T) {
+	seen := map[string]bool{}
+	for range 100 {
+		tok, err := New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(tok) != 2*Size {
+			t.Fatalf("token %q has %d characters, want %d", tok, len(tok), 2*Size)
+		}
+		if b, err := hex.DecodeString(tok); err != nil || len(b) != Size {
+			t.Fatalf("token %q is not %d hex-encoded bytes: %v", tok, Size, err)
+		}
+		if seen[tok] {
+			t.Fatalf("token %q minted twice", tok)
+		}
+		seen[tok] = true
+	}
+}
+
+func TestHash(t *testing.T) {
+	tests := []struct {
+		name  string
+		token string
+		want  string
+	}{
+		{"empty", "", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+		{"abc (FIPS 180-2 vector)", "abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
+		{"64 zeros, as a token", "0000000000000000000000000000000000000000000000000000000000000000",
+			"60e05bd1b195af2f94112fa7197a5c88289058840ce7c6df9693756bc6250f55"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Hash(tt.token); got != tt.want {
+				t.Fatalf("Hash(%q) = %s, want %s", tt.token, got, tt.want)
+			}
+		})
+	}
+	tok, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := Hash(tok); h == tok || h != Hash(strings.Clone(tok)) {
+		t.Fatal("Hash must be deterministic and differ from the token")
+	}
+}
+
+func TestFromAuthorization(t *testing.T) {
+	tests := []struct {
+		name   string
+		header string
+		want   string
+		wantOK bool
+	}{
+		{"bearer token", "Bearer abc123", "abc123", true},
+		{"surrounding space is dropped", "Bearer   abc123 \t", "abc123", true},
+		{"no header", "", "", false},
+		{"scheme only", "Bearer ", "", false},
+		{"white space only", "Bearer    ", "", false},
+		{"no space after the scheme", "Bearerabc123", "", false},
+		{"scheme is case-sensitive", "bearer abc123", "", false},
+		{"other scheme", "Basic dXNlcjpwYXNz", "", false},
+		{"bare token", "abc123", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := FromAuthorization(tt.header)
+			if got != tt.want || ok != tt.wantOK {
+				t.Fatalf("FromAuthorization(%q) = %q, %v; want %q, %v", tt.header, got, ok, tt.want, tt.wantOK)
+			}
+		})
+	}
+}
