@@ -1,5 +1,6 @@
 // Package metrics holds the wrapper's Prometheus metrics. Names are API (dashboards and alerts
-// depend on them, see ARCHITECTURE.md section 7) and are pinned by metrics_test.go.
+// depend on them, see docs/architecture.md, "Observability contract") and are pinned by
+// metrics_test.go.
 package metrics
 
 import (
@@ -19,7 +20,8 @@ const (
 // Metrics is every wrapper metric, registered on the Registerer given to NewMetrics.
 type Metrics struct {
 	// InternalIssueTotal counts report_internal_issue tool_use blocks seen in the transcript, by
-	// clamped category and severity (the only labels: spec decision 7).
+	// clamped category and severity. These are its only labels: project, task and kind go into log
+	// fields, never into labels, so the series count stays bounded.
 	InternalIssueTotal *prometheus.CounterVec
 	// StreamEventsTotal counts transcript events by clamped type.
 	StreamEventsTotal *prometheus.CounterVec

@@ -5,7 +5,8 @@
 // several chunks, may be many MiB long, may be damaged (truncated, glued, NUL runs), and the file
 // appears late and may shrink. The Tailer therefore acts only on bytes up to a '\n', keeps its
 // offset at the start of an unfinished line, never holds more than a bounded amount of one line,
-// and never fails on content. Facts about the format: shared/notes/agent-cli-transcript.md.
+// and never fails on content. Facts about the format: docs/agent-cli.md, "Transcript records the
+// wrapper knows".
 package transcript
 
 import (
