@@ -520,7 +520,7 @@ func TestDashboardParsesAndCoversTheObservabilityContract(t *testing.T) {
 	}
 }
 
-// TestNotesTellTheSREWhatToCheck: the post-deploy checks of the spec, as commands.
+// TestNotesTellTheSREWhatToCheck: the post-deploy checks (docs/architecture.md), as commands.
 func TestNotesTellTheSREWhatToCheck(t *testing.T) {
 	tests := []struct {
 		chart string

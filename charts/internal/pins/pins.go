@@ -56,7 +56,7 @@ type Integrity struct {
 	Package string
 }
 
-// Components lists every component in the spec's rollout order; the agent, an image the
+// Components lists every component in rollout order (docs/architecture.md); the agent, an image the
 // Projects run rather than a helmfile release, comes last.
 var Components = []Component{
 	{Name: "cli", Charts: []string{"tatara-cli"}, Releases: []string{"tatara-cli"}, ImageReleases: []string{"tatara-cli"}, Images: []string{"tatara-cli"}},
