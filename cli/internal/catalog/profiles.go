@@ -19,7 +19,7 @@ const (
 
 // kindProfiles maps each Task kind (the operator's CRD enum) to its profile. Kinds are plain
 // strings here so the catalog stays free of the operator's API; the operator proves its enum and
-// this table agree (operator/internal/agent TestEveryKindHasAProfile).
+// this table agree (operator/internal/agent TestTaskKindsAreTheCatalogKinds).
 var kindProfiles = map[string]string{
 	"implement":      ProfileImplement,
 	"review":         ProfileReview,

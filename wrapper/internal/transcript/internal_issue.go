@@ -13,7 +13,7 @@ import (
 // internalIssueToolName is how the agent CLI names the cli's report_internal_issue tool:
 // mcp__<server>__<tool>, with <server> the key the wrapper writes into the MCP config
 // (agent.MCPServerName). If either name changes, the wrapper silently stops seeing reports;
-// TestInternalIssueToolNameMatchesMCPConfig ties them together.
+// TestInternalIssueToolName ties them together.
 const internalIssueToolName = "mcp__tatara__report_internal_issue"
 
 // Enum values of report_internal_issue, as the cli declares them (profiles.IssueCategories and
