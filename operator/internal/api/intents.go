@@ -1,8 +1,10 @@
 package api
 
 import (
+	"context"
 	"fmt"
 	"net/http"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -53,4 +55,34 @@ func valueSuffix(v string) string {
 		return ""
 	}
 	return " (" + v + ")"
+}
+
+func (s *Server) intentHandler(tool string) handler {
+	return func(ctx context.Context, c *call) (int, any, *apiError) {
+		req := newIntentRequest(tool)
+		if err := decodeBody(c.w, c.r, s.opts.MaxBodyBytes, req); err != nil {
+			return 0, nil, err
+		}
+		body, err := canonical(req)
+		if err != nil {
+			return 0, nil, errorf(http.StatusInternalServerError, "%v", err)
+		}
+		now := metav1.NewTime(time.Now())
+		var result string
+		t, aerr := s.updateStatus(ctx, c.task, func(t *tatarav1.Task) (bool, *apiError) {
+			var ierr *apiError
+			result, ierr = applyIntent(&t.Status, tool, req, body, now)
+			return result == resultRecorded, ierr
+		})
+		if result != "" && s.opts.Metrics != nil {
+			s.opts.Metrics.IntentsRecorded.WithLabelValues(tool, result).Inc()
+		}
+		if aerr != nil {
+			return 0, nil, aerr
+		}
+		if result == resultRecorded {
+			s.event(t, "Intent", tool, fmt.Sprintf("%s%s: %s", tool, valueSuffix(req.value()), req.summary()))
+		}
+		return http.StatusOK, map[string]any{"result": result, "outcome": t.Status.Outcome, "changeSummary": t.Status.ChangeSummary}, nil
+	}
 }

@@ -1,0 +1,125 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tatarav1 "tatara.dev/operator/api/v1alpha1"
+)
+
+// Status writes: every recorded call re-reads the Task, changes its status through the API
+// server (retrying on conflicts) and mirrors the change as an Event.
+
+type recorded struct {
+	Result string `json:"result"`
+}
+
+// updateStatus re-reads the Task from the API server, applies mutate and writes the status,
+// retrying on conflicts. mutate returns false when nothing changed (no write).
+func (s *Server) updateStatus(ctx context.Context, task *tatarav1.Task, mutate func(*tatarav1.Task) (bool, *apiError)) (*tatarav1.Task, *apiError) {
+	var aerr *apiError
+	var latest tatarav1.Task
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		aerr = nil
+		if err := s.opts.APIReader.Get(ctx, client.ObjectKeyFromObject(task), &latest); err != nil {
+			return err
+		}
+		changed, merr := mutate(&latest)
+		if merr != nil {
+			aerr = merr
+			return nil
+		}
+		if !changed {
+			return nil
+		}
+		return s.opts.Client.Status().Update(ctx, &latest)
+	})
+	if err != nil {
+		return nil, errorf(http.StatusInternalServerError, "failed to update status of task %q: %v", task.Name, err)
+	}
+	return &latest, aerr
+}
+
+// addActivity records one activity entry and mirrors it as an Event.
+func (s *Server) addActivity(ctx context.Context, task *tatarav1.Task, typ tatarav1.ActivityType, action, text string) *apiError {
+	now := metav1.Now()
+	t, err := s.updateStatus(ctx, task, func(t *tatarav1.Task) (bool, *apiError) {
+		t.Status.AddActivity(now, typ, text)
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	s.event(t, string(typ), action, text)
+	return nil
+}
+
+func (s *Server) taskNote(ctx context.Context, c *call) (int, any, *apiError) {
+	var req noteRequest
+	if err := decodeBody(c.w, c.r, s.opts.MaxBodyBytes, &req); err != nil {
+		return 0, nil, err
+	}
+	if err := s.addActivity(ctx, c.task, tatarav1.ActivityNote, ToolTaskNote, req.Text); err != nil {
+		return 0, nil, err
+	}
+	return http.StatusCreated, recorded{Result: resultRecorded}, nil
+}
+
+func (s *Server) comment(ctx context.Context, c *call) (int, any, *apiError) {
+	var req commentRequest
+	if err := decodeBody(c.w, c.r, s.opts.MaxBodyBytes, &req); err != nil {
+		return 0, nil, err
+	}
+	if err := s.addActivity(ctx, c.task, tatarav1.ActivityComment, ToolComment, req.Body); err != nil {
+		return 0, nil, err
+	}
+	return http.StatusCreated, recorded{Result: resultRecorded}, nil
+}
+
+func (s *Server) commentOnIssue(ctx context.Context, c *call) (int, any, *apiError) {
+	var req issueCommentRequest
+	if err := decodeBody(c.w, c.r, s.opts.MaxBodyBytes, &req); err != nil {
+		return 0, nil, err
+	}
+	if err := s.checkRepo(ctx, c.task, req.Repo); err != nil {
+		return 0, nil, err
+	}
+	repo := req.Repo
+	if repo == "" {
+		repo = c.task.Spec.Repo
+	}
+	text := fmt.Sprintf("issue %s#%d: %s", repo, *req.Issue, req.Body)
+	if err := s.addActivity(ctx, c.task, tatarav1.ActivityIssueComment, ToolCommentOnIssue, text); err != nil {
+		return 0, nil, err
+	}
+	return http.StatusCreated, recorded{Result: resultRecorded}, nil
+}
+
+func (s *Server) proposeIssue(ctx context.Context, c *call) (int, any, *apiError) {
+	var req proposalRequest
+	if err := decodeBody(c.w, c.r, s.opts.MaxBodyBytes, &req); err != nil {
+		return 0, nil, err
+	}
+	if err := s.checkRepo(ctx, c.task, req.Repo); err != nil {
+		return 0, nil, err
+	}
+	now := metav1.Now()
+	t, err := s.updateStatus(ctx, c.task, func(t *tatarav1.Task) (bool, *apiError) {
+		if len(t.Status.Proposals) >= tatarav1.MaxProposals {
+			return false, errorf(http.StatusConflict, "the task already has the maximum of %d proposals", tatarav1.MaxProposals)
+		}
+		t.Status.Proposals = append(t.Status.Proposals, tatarav1.Proposal{Title: req.Title, Body: req.Body, Repo: req.Repo, CreatedAt: now})
+		t.Status.AddActivity(now, tatarav1.ActivityProposal, req.Title)
+		return true, nil
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	s.event(t, string(tatarav1.ActivityProposal), ToolProposeIssue, req.Title)
+	return http.StatusCreated, recorded{Result: resultRecorded}, nil
+}
