@@ -15,8 +15,8 @@ import (
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 )
 
-// Names, ports and paths the wrapper's and the cli's defaults agree with (ARCHITECTURE.md section 2;
-// the chart and e2e tests exercise them on real pods).
+// Names, ports and paths the wrapper's and the cli's defaults agree with (docs/architecture.md,
+// The agent pod; the chart and e2e tests exercise them on real pods).
 const (
 	PodNamePrefix = "tatara-agent-"
 	// TokenKey is the Secret key holding the Task's API token.
@@ -122,7 +122,7 @@ func BuildSecret(task *tatarav1.Task, token string) *corev1.Secret {
 // Env returns the env both containers share, in the contract's order: the eight Tatara
 // variables, TATARA_TOOL_PROFILE last of them, then project.spec.agent.extraEnvs. The order
 // matters: the kubelet keeps the later of two same-named entries, so an extra can override
-// the profile (ARCHITECTURE.md section 2).
+// the profile (docs/architecture.md, The agent pod).
 func Env(task *tatarav1.Task, project *tatarav1.Project, cfg Config) []corev1.EnvVar {
 	env := []corev1.EnvVar{
 		{Name: "TATARA_PROJECT", Value: project.Name},

@@ -10,9 +10,10 @@ import (
 )
 
 // TestAuthorizationAgreesWithProfiles is the agreement test between this operator's
-// authorization table and the cli's profiles (ARCHITECTURE.md section 4): for every Task
-// kind, the operator tools the kind's profile advertises are exactly the tools the server
-// allows. Nothing advertised is always refused; nothing outside the profile is allowed.
+// authorization table and the cli's profiles (docs/architecture.md, From Task kind to tool
+// list): for every Task kind, the operator tools the kind's profile advertises are exactly the
+// tools the server allows. Nothing advertised is always refused; nothing outside the profile is
+// allowed.
 func TestAuthorizationAgreesWithProfiles(t *testing.T) {
 	operatorTools := profiles.OperatorTools()
 	for _, kind := range tatarav1.TaskKinds {
@@ -61,7 +62,7 @@ func TestRoutesAreTheOperatorTools(t *testing.T) {
 		}
 	}
 	if len(called) != 20 {
-		t.Errorf("the cli has %d operator tools, want 20 (ARCHITECTURE.md section 3)", len(called))
+		t.Errorf("the cli has %d operator tools, want 20 (docs/architecture.md, From Task kind to tool list)", len(called))
 	}
 }
 
