@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"flag"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,10 +14,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"tatara.dev/cli/pkg/profiles"
+	"tatara.dev/cli/pkg/golden"
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 func testConfig() Config {
 	return Config{
@@ -356,7 +355,7 @@ func TestBuildSecret(t *testing.T) {
 	}
 }
 
-// TestBuildPodGolden pins the whole pod; run `go test ./internal/agent -update` after a deliberate change.
+// TestBuildPodGolden pins the whole pod; run `make update-golden` after a deliberate change.
 func TestBuildPodGolden(t *testing.T) {
 	withAgent := testProject(corev1.EnvVar{Name: "LOG_LEVEL", Value: "debug"})
 	withAgent.Spec.Agent.Image = "stand-in-agent:1"
@@ -379,19 +378,7 @@ func TestBuildPodGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			file := filepath.Join("testdata", tt.name+".golden.yaml")
-			if *update {
-				if err := os.WriteFile(file, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatalf("failed to read golden file %q (run with -update to create it): %v", file, err)
-			}
-			if string(got) != string(want) {
-				t.Fatalf("pod differs from %s (run with -update if intended):\n%s", file, got)
-			}
+			golden.Check(t, filepath.Join("testdata", tt.name+".golden.yaml"), got)
 		})
 	}
 }
