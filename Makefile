@@ -60,9 +60,9 @@ bench-tool-search: ## The real agent CLI against the model stand-in: tokens and 
 	@claude=$$(hack/claude-code.sh) && cd e2e && go run ./cmd/toolsearch-bench --claude "$$claude" --tatara $(BIN_DIR)/tatara
 
 # Every generated or golden file, rewritten by its test with UPDATE_GOLDEN=1 (package
-# tatara.dev/cli/pkg/golden): <module>:<package>:<test regexp>.
+# tatara.dev/cli/pkg/golden): <module>:<package>:<test>[,<test>...].
 GOLDEN_TESTS := \
-	cli:./internal/cli:TestToolReferenceUpToDate|TestReadmeProfileTableUpToDate \
+	cli:./internal/cli:TestToolReferenceUpToDate,TestReadmeProfileTableUpToDate \
 	cli:./internal/mcpserver:TestToolSnapshots \
 	operator:./internal/agent:TestBuildPodGolden \
 	charts:.:TestDefaultRenderSnapshots
@@ -70,7 +70,7 @@ GOLDEN_TESTS := \
 .PHONY: update-golden
 update-golden: chart-tools ## Rewrite every golden file (docs, tool and chart snapshots, pod goldens) after a reviewed change.
 	@for g in $(GOLDEN_TESTS); do mod=$${g%%:*}; rest=$${g#*:}; pkg=$${rest%%:*}; run=$${rest#*:}; \
-		echo "== update-golden $$mod $$pkg $$run"; (cd $$mod && UPDATE_GOLDEN=1 go test $$pkg -run "^($$run)\$$" -count=1) || exit 1; done
+		echo "== update-golden $$mod $$pkg $$run"; (cd $$mod && UPDATE_GOLDEN=1 go test $$pkg -run "^($${run//,/|})\$$" -count=1) || exit 1; done
 	@git status --short -- cli/docs README.md cli/internal/mcpserver/testdata operator/internal/agent/testdata charts/testdata
 
 ##@ Build
