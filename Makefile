@@ -65,7 +65,7 @@ GOLDEN_TESTS := \
 	cli:./internal/cli:TestToolReferenceUpToDate,TestReadmeProfileTableUpToDate \
 	cli:./internal/mcpserver:TestToolSnapshots \
 	operator:./internal/agent:TestBuildPodGolden \
-	charts:.:TestDefaultRenderSnapshots
+	charts:.:TestDefaultRenderSnapshots,TestChartReadmesUpToDate
 
 .PHONY: update-golden
 update-golden: chart-tools ## Rewrite every golden file (docs, tool and chart snapshots, pod goldens) after a reviewed change.
