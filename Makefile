@@ -71,7 +71,7 @@ GOLDEN_TESTS := \
 update-golden: chart-tools ## Rewrite every golden file (docs, tool and chart snapshots, pod goldens) after a reviewed change.
 	@for g in $(GOLDEN_TESTS); do mod=$${g%%:*}; rest=$${g#*:}; pkg=$${rest%%:*}; run=$${rest#*:}; \
 		echo "== update-golden $$mod $$pkg $$run"; (cd $$mod && UPDATE_GOLDEN=1 go test $$pkg -run "^($${run//,/|})\$$" -count=1) || exit 1; done
-	@git status --short -- cli/docs README.md cli/internal/mcpserver/testdata operator/internal/agent/testdata charts/testdata
+	@git status --short -- cli/docs README.md cli/internal/mcpserver/testdata operator/internal/agent/testdata charts/testdata charts/*/README.md
 
 ##@ Build
 
