@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"tatara.dev/cli/pkg/testutil"
 )
 
 // A real kube-apiserver + etcd (envtest, the binaries the operator's integration tests use), with
@@ -57,6 +59,7 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, "failed to stop envtest:", err)
 		}
 	}
+	testutil.RemoveBinaries()
 	os.Exit(code)
 }
 

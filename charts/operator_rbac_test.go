@@ -1,7 +1,6 @@
 package charts_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -10,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,25 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"tatara.dev/cli/pkg/testutil"
 )
-
-// syncBuffer is a bytes.Buffer safe for a process writing while the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func freePort(t *testing.T) int {
 	t.Helper()
@@ -74,13 +56,7 @@ func applyForReal(t *testing.T, c client.Client, objs []*unstructured.Unstructur
 func TestOperatorRunsWithTheChartsRBAC(t *testing.T) {
 	// Built before the clock starts: a cold compile on a busy 2-core CI machine has taken
 	// longer than the whole behaviour budget; go test's own -timeout still bounds it.
-	bin := filepath.Join(t.TempDir(), "operator")
-	build := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd")
-	build.Dir = filepath.Join(repoRoot(t), "operator")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("failed to build the operator: %v\n%s", err, out)
-	}
+	bin := testutil.BuildBinary(t, filepath.Join(repoRoot(t), "operator"), "./cmd")
 
 	c := apiServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -135,7 +111,7 @@ func TestOperatorRunsWithTheChartsRBAC(t *testing.T) {
 		}
 		args = append(args, arg)
 	}
-	var logs syncBuffer
+	var logs testutil.SyncBuffer
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = []string{"KUBECONFIG=" + kubeconfigPath, "HOME=" + dir}
 	cmd.Stdout, cmd.Stderr = &logs, &logs

@@ -4,41 +4,33 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
-	"tatara.dev/cli/internal/catalog"
 	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"tatara.dev/cli/internal/catalog"
+	"tatara.dev/cli/pkg/testutil"
 )
 
 // tataraBin is the real binary, built once for the process tests.
-var tataraBin string
+func tataraBin(t testing.TB) string {
+	t.Helper()
+	return testutil.BuildBinary(t, ".", "tatara.dev/cli/cmd/tatara")
+}
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "tatara-bin")
-	if err != nil {
-		panic(err)
-	}
-	tataraBin = filepath.Join(dir, "tatara")
-	build := exec.Command("go", "build", "-o", tataraBin, "tatara.dev/cli/cmd/tatara")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "failed to build tatara:", err)
-		os.Exit(1)
-	}
 	code := m.Run()
-	_ = os.RemoveAll(dir)
+	testutil.RemoveBinaries()
 	os.Exit(code)
 }
 
@@ -85,13 +77,14 @@ func TestStdioTransportPerProfile(t *testing.T) {
 		tests = append(tests, row{p, "", profileCount(p)})
 	}
 	tests = append(tests, row{"implement", "review", profileCount("review")}, row{"bogus", "triage", profileCount("triage")})
+	bin := tataraBin(t)
 	for _, tt := range tests {
 		t.Run(tt.env+"/"+tt.flag, func(t *testing.T) {
 			args := []string{"mcp", "--transport", "stdio"}
 			if tt.flag != "" {
 				args = append(args, "--tool-profile", tt.flag)
 			}
-			c, err := client.NewStdioMCPClient(tataraBin, []string{"TATARA_TOOL_PROFILE=" + tt.env}, args...)
+			c, err := client.NewStdioMCPClient(bin, []string{"TATARA_TOOL_PROFILE=" + tt.env}, args...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -147,7 +140,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestHTTPTransportMetricsLogsAndShutdown(t *testing.T) {
 	const taskToken = "tt-4f9a1c7e2b8d"
 	listen, metricsAddr := freeAddr(t), freeAddr(t)
-	cmd := exec.Command(tataraBin, "mcp", "--transport", "http", "--listen", listen)
+	cmd := exec.Command(tataraBin(t), "mcp", "--transport", "http", "--listen", listen)
 	cmd.Env = append(os.Environ(), "TATARA_TOOL_PROFILE=brainstorm", "TATARA_METRICS_ADDR="+metricsAddr,
 		"TATARA_PROJECT=proj", "TATARA_TASK=task-9", "TATARA_TOKEN="+taskToken)
 	stderr, err := cmd.StderrPipe()
@@ -252,7 +245,8 @@ func TestHTTPTransportMetricsLogsAndShutdown(t *testing.T) {
 }
 
 func TestToolsCommand(t *testing.T) {
-	out, err := exec.Command(tataraBin, "tools", "--profile", "review", "--json").Output()
+	bin := tataraBin(t)
+	out, err := exec.Command(bin, "tools", "--profile", "review", "--json").Output()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +264,7 @@ func TestToolsCommand(t *testing.T) {
 	if want := profileCount("review"); info.ResolvedProfile != "review" || info.Count != want || len(info.Tools) != want || info.SchemaBytes == 0 {
 		t.Errorf("tools --profile review --json = %+v", info)
 	}
-	if out, err := exec.Command(tataraBin, "mcp", "--transport", "carrier-pigeon").CombinedOutput(); err == nil ||
+	if out, err := exec.Command(bin, "mcp", "--transport", "carrier-pigeon").CombinedOutput(); err == nil ||
 		!strings.Contains(string(out), `invalid --transport "carrier-pigeon"`) {
 		t.Errorf("bad transport: err=%v out=%s", err, out)
 	}

@@ -20,6 +20,7 @@ import (
 	"tatara.dev/cli/internal/backend"
 	"tatara.dev/cli/internal/catalog"
 	"tatara.dev/cli/internal/obs"
+	"tatara.dev/cli/pkg/testutil"
 )
 
 // recorded is one request a fake backend saw.
@@ -96,22 +97,8 @@ type harness struct {
 	backend *backends
 }
 
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
-}
+// syncBuffer is the server's log, written by its handlers while the test reads it.
+type syncBuffer struct{ testutil.SyncBuffer }
 
 // records returns the JSON log records, failing the test on a line that is not JSON.
 func (s *syncBuffer) records(t *testing.T) []map[string]any {

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -17,37 +16,16 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"tatara.dev/cli/pkg/testutil"
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 )
-
-// syncBuffer collects the process's stderr while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestBinary builds cmd/ and runs the real tatara-operator process against the API server:
 // probes answer, a Task gets its pod, the REST API answers with the Task's token, every log
 // line is JSON, and SIGTERM stops it cleanly.
 func TestBinary(t *testing.T) {
+	bin := testutil.BuildBinary(t, "../..", "./cmd")
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "tatara-operator")
-	build := exec.Command("go", "build", "-o", bin, "../../cmd")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("failed to build the operator: %v\n%s", err, out)
-	}
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
@@ -64,7 +42,8 @@ func TestBinary(t *testing.T) {
 	cmd := exec.CommandContext(ctx, bin, "--kubeconfig", kubeconfig,
 		"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", probeAddr, "--api-bind-address", apiAddr,
 		"--runtime-namespace", runtimeNS, "--memory-url", "http://memory.test:8080")
-	var stderr syncBuffer
+	// The process's stderr, read while it runs.
+	var stderr testutil.SyncBuffer
 	cmd.Stderr = &stderr
 	cmd.Env = append(os.Environ(), "POD_NAMESPACE=")
 	if err := cmd.Start(); err != nil {

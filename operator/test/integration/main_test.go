@@ -23,6 +23,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"tatara.dev/cli/pkg/testutil"
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 	"tatara.dev/operator/internal/controller"
 	"tatara.dev/operator/internal/manager"
@@ -62,6 +63,7 @@ func TestMain(m *testing.M) {
 		}
 		code = m.Run()
 	}()
+	testutil.RemoveBinaries()
 	os.Exit(code)
 }
 

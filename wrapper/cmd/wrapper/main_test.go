@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -16,46 +15,23 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	tutil "tatara.dev/cli/pkg/testutil"
 )
 
-// Binaries built once for the package: the wrapper itself and the stand-in agent from the e2e
-// module (the only double: it replaces the LLM).
-var (
-	buildOnce              sync.Once
-	wrapperBin, standinBin string
-	buildErr               error
-)
-
+// build returns the binaries, built once for the process: the wrapper itself and the stand-in
+// agent from the e2e module (the only double: it replaces the LLM).
 func build(t *testing.T) (string, string) {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "wrapper-e2e-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		gowork, err := exec.Command("go", "env", "GOWORK").Output()
-		if err != nil || strings.TrimSpace(string(gowork)) == "" {
-			buildErr = fmt.Errorf("failed to find go.work (the stand-in lives in the e2e module): %w", err)
-			return
-		}
-		wrapperBin, standinBin = filepath.Join(dir, "wrapper"), filepath.Join(dir, "agent-standin")
-		for _, b := range []struct{ dir, out, pkg string }{
-			{".", wrapperBin, "."},
-			{filepath.Join(filepath.Dir(strings.TrimSpace(string(gowork))), "e2e"), standinBin, "./cmd/agent-standin"},
-		} {
-			cmd := exec.Command("go", "build", "-o", b.out, b.pkg)
-			cmd.Dir = b.dir
-			if out, err := cmd.CombinedOutput(); err != nil {
-				buildErr = fmt.Errorf("failed to build %s: %w\n%s", b.pkg, err, out)
-				return
-			}
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return wrapperBin, standinBin
+	wrapper := tutil.BuildBinary(t, ".", ".")
+	standin := tutil.BuildBinary(t, filepath.Join(tutil.WorkspaceDir(t), "e2e"), "./cmd/agent-standin")
+	return wrapper, standin
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	tutil.RemoveBinaries()
+	os.Exit(code)
 }
 
 // wrapperRun is one wrapper process and its JSON log lines.

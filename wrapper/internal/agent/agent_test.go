@@ -8,12 +8,12 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"tatara.dev/cli/pkg/redact"
+	"tatara.dev/cli/pkg/testutil"
 )
 
 func TestArgs(t *testing.T) {
@@ -74,23 +74,6 @@ func TestWriteMCPConfig(t *testing.T) {
 	}
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestProcess(t *testing.T) {
 	const result = `{"type":"result","subtype":"success","is_error":false,"num_turns":3,"session_id":"s","total_cost_usd":0.5}`
 	const initEv = `{"type":"system","subtype":"init","session_id":"s","tools":["a","b"],"mcp_servers":[{"name":"tatara","status":"failed"}]}`
@@ -115,7 +98,7 @@ func TestProcess(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			logs := &syncBuffer{}
+			logs := &testutil.SyncBuffer{}
 			p := &Process{Command: "/bin/sh", Args: []string{"-c", tc.script}, Env: os.Environ(),
 				Log: slog.New(slog.NewJSONHandler(logs, nil)), Red: redact.New()}
 			if err := p.Start(); err != nil {
@@ -189,7 +172,7 @@ func TestStderrLongLines(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			logs := &syncBuffer{}
+			logs := &testutil.SyncBuffer{}
 			p := &Process{Log: slog.New(slog.NewJSONHandler(logs, nil)), Red: redact.New()}
 			p.readStderr(strings.NewReader(tc.input))
 			var got []string
@@ -227,7 +210,7 @@ func TestStderrLongLines(t *testing.T) {
 // TestStderrInvalidUTF8 ends: a line of bytes that are never a rune start is still cut into
 // bounded records.
 func TestStderrInvalidUTF8(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &testutil.SyncBuffer{}
 	p := &Process{Log: slog.New(slog.NewJSONHandler(logs, nil)), Red: redact.New()}
 	p.readStderr(bytes.NewReader(append(bytes.Repeat([]byte{0x80}, 3*maxStderrRecord), '\n')))
 	if n := strings.Count(logs.String(), `"parts":3`); n != 3 {

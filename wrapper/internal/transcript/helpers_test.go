@@ -1,7 +1,6 @@
 package transcript
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -11,21 +10,14 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"tatara.dev/cli/pkg/testutil"
 )
 
 const testSession = "3f2a9c1e-8d4b-4c6a-9e2f-1a2b3c4d5e6f"
 
 // logCapture collects JSON log lines.
-type logCapture struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (c *logCapture) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.buf.Write(p)
-}
+type logCapture struct{ testutil.SyncBuffer }
 
 func (c *logCapture) logger() *slog.Logger {
 	return slog.New(slog.NewJSONHandler(c, &slog.HandlerOptions{
@@ -39,11 +31,7 @@ func (c *logCapture) logger() *slog.Logger {
 	}))
 }
 
-func (c *logCapture) text() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.buf.String()
-}
+func (c *logCapture) text() string { return c.String() }
 
 // records returns the log lines whose msg is msg ("" for all).
 func (c *logCapture) records(t testing.TB, msg string) []map[string]any {
