@@ -13,11 +13,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	"tatara.dev/cli/pkg/profiles"
 	"tatara.dev/cli/pkg/golden"
+	"tatara.dev/cli/pkg/profiles"
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 )
-
 
 func testConfig() Config {
 	return Config{
