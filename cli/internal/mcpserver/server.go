@@ -154,9 +154,11 @@ var backendSetting = map[catalog.Target]string{
 
 func (s *Server) handler(t catalog.Tool) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		start := time.Now()
 		text, outcome, err := s.call(ctx, t, req)
 		if s.cfg.Metrics != nil {
 			s.cfg.Metrics.ToolCalls.WithLabelValues(t.Name, outcome).Inc()
+			s.cfg.Metrics.ToolCallDuration.WithLabelValues(t.Name, outcome).Observe(time.Since(start).Seconds())
 		}
 		if err != nil {
 			s.cfg.Logger.Info("tool call failed", "tool", t.Name, "outcome", outcome, "error", err.Error())

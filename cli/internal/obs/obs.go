@@ -19,12 +19,29 @@ const (
 	OutcomeHandlerRejected = "rejected"
 )
 
+// ToolCallDurationBuckets are the upper bounds, in seconds, of
+// tatara_mcp_tool_call_duration_seconds. They are set explicitly because a tool call is bounded by
+// the server's call timeout (mcpserver.DefaultCallTimeout, 30s), which prometheus.DefBuckets (up
+// to 10s) would lump into +Inf:
+//   - 5ms to 100ms: answers without a backend (argument errors, report_internal_issue, a missing
+//     backend) and in-cluster round trips to memory, chat and the operator;
+//   - 250ms to 10s: slow backends (code search over a large index, a contended API server);
+//   - 30: the call timeout, so le="30" counts every call that finished in time and a call cut off
+//     by the timeout (it takes a hair over 30s) lands above it;
+//   - 90: the timeout plus chat_wait_messages' longest wait (catalog.MaxWaitSeconds, 60s), the
+//     only tool whose deadline is extended; a long poll cut off at its deadline lands in +Inf.
+//
+// TestToolCallDurationBucketsCoverTheTimeouts keeps 30 and 90 in step with those constants.
+var ToolCallDurationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 90}
+
 // Metrics are the cli's metrics.
 type Metrics struct {
 	RegisteredTools *prometheus.GaugeVec
 	InternalIssues  *prometheus.CounterVec
 	ToolCalls       *prometheus.CounterVec
-	BuildInfo       *prometheus.GaugeVec
+	// ToolCallDuration observes every tools/call with the same labels as ToolCalls.
+	ToolCallDuration *prometheus.HistogramVec
+	BuildInfo        *prometheus.GaugeVec
 }
 
 // NewMetrics creates the metrics and registers them on reg.
@@ -42,12 +59,19 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "tatara_mcp_tool_calls_total",
 			Help: "Tool calls handled, by tool and outcome.",
 		}, []string{"tool", "outcome"}),
+		ToolCallDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "tatara_mcp_tool_call_duration_seconds",
+			Help:    "Tool call latency in seconds, by tool and outcome (the labels of tatara_mcp_tool_calls_total).",
+			Buckets: ToolCallDurationBuckets,
+		}, []string{"tool", "outcome"}),
+		// The label names are those of tatara_wrapper_build_info and tatara_operator_build_info
+		// too (docs/architecture.md, "Observability contract"), so the three join on them.
 		BuildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "tatara_mcp_build_info",
 			Help: "Always 1; labels carry the build's version, revision and Go version.",
 		}, []string{"version", "revision", "goversion"}),
 	}
-	reg.MustRegister(m.RegisteredTools, m.InternalIssues, m.ToolCalls, m.BuildInfo)
+	reg.MustRegister(m.RegisteredTools, m.InternalIssues, m.ToolCalls, m.ToolCallDuration, m.BuildInfo)
 	// Every category/severity series exists from the start at 0, so an increase() alert fires
 	// on the very first report instead of needing a previous sample.
 	for _, c := range catalog.IssueCategories {
@@ -58,7 +82,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-// SetBuildInfo records the build's identity.
+// SetBuildInfo records the build's identity; revision is "unknown" when the build was not stamped.
 func (m *Metrics) SetBuildInfo(version, revision string) {
 	m.BuildInfo.WithLabelValues(version, revision, runtime.Version()).Set(1)
 }

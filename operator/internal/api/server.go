@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -113,13 +115,28 @@ func New(opts Options) *Server {
 	}
 	s := &Server{opts: opts, mux: http.NewServeMux()}
 	for _, rt := range s.routes() {
-		s.mux.Handle(rt.method+" "+rt.path, s.wrap(rt))
+		s.mux.Handle(rt.method+" "+rt.path, s.timed(rt.path, s.wrap(rt)))
 	}
-	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	s.mux.Handle(fallbackRoute, s.timed(fallbackRoute, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.count("unknown", http.StatusNotFound)
 		writeJSON(w, http.StatusNotFound, errorBody{Error: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)})
-	})
+	})))
 	return s
+}
+
+// fallbackRoute is the pattern of the 404 handler, the route label of every request that
+// matches no route.
+const fallbackRoute = "/"
+
+// timed observes the request's latency in tatara_operator_http_request_duration_seconds. The
+// route label is the registered path pattern (e.g. /api/v1/tasks/{task}), never the raw path, and
+// promhttp folds methods outside the standard set into "unknown", so the series stay bounded.
+func (s *Server) timed(route string, next http.Handler) http.Handler {
+	if s.opts.Metrics == nil {
+		return next
+	}
+	obs := s.opts.Metrics.HTTPRequestDuration.MustCurryWith(prometheus.Labels{"route": route})
+	return promhttp.InstrumentHandlerDuration(obs, next)
 }
 
 // Handler returns the HTTP handler of the API.

@@ -5,16 +5,51 @@ package metrics
 
 import (
 	"runtime"
+	"runtime/debug"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"tatara.dev/operator/internal/version"
 )
 
+// HTTPRequestDurationBuckets are the upper bounds, in seconds, of
+// tatara_operator_http_request_duration_seconds. They are set explicitly because the caller, the
+// cli, gives up on a call after its 30s call timeout (mcpserver.DefaultCallTimeout), which
+// prometheus.DefBuckets (up to 10s) would lump into +Inf:
+//   - 5ms to 100ms: rejected requests (401, 403, 404, 400) and reads from the informer cache;
+//   - 250ms to 10s: writes through the API server (a Task status update, a subtask create, their
+//     conflict retries) on a busy control plane;
+//   - 30: the caller's timeout; a request slower than that has no one waiting for its answer.
+var HTTPRequestDurationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
+
+// revision is the git commit, stamped by the linker
+// (-X tatara.dev/operator/internal/metrics.revision=...) when the build sets it.
+var revision = ""
+
+// Revision returns the VCS revision the binary was built from: the stamped one, else the one Go
+// recorded (it records none for builds inside a Go workspace or with -buildvcs=false), else
+// "unknown".
+func Revision() string {
+	if revision != "" {
+		return revision
+	}
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" && s.Value != "" {
+				return s.Value
+			}
+		}
+	}
+	return "unknown"
+}
+
 // Metrics are the operator's own metrics; controller-runtime adds its reconcile metrics.
 type Metrics struct {
 	// APIRequests counts REST API requests by operator tool and HTTP status code.
 	APIRequests *prometheus.CounterVec
+	// HTTPRequestDuration observes REST API request latency by route (the registered path
+	// pattern, never the raw path), method and HTTP status code.
+	HTTPRequestDuration *prometheus.HistogramVec
 	// AgentPodsCreated counts agent pods this process created (0 after a restart that finds them).
 	AgentPodsCreated prometheus.Counter
 	// TokenSecretsCreated counts per-Task token Secrets this process created.
@@ -34,6 +69,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "tatara_operator_api_requests_total",
 			Help: "REST API requests by operator tool and HTTP status code.",
 		}, []string{"tool", "code"}),
+		HTTPRequestDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "tatara_operator_http_request_duration_seconds",
+			Help:    "REST API request latency in seconds, by route pattern, method and HTTP status code.",
+			Buckets: HTTPRequestDurationBuckets,
+		}, []string{"route", "method", "code"}),
 		AgentPodsCreated: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "tatara_operator_agent_pods_created_total",
 			Help: "Agent pods created by this operator process.",
@@ -50,17 +90,19 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "tatara_operator_intents_total",
 			Help: "Intent calls by tool and result (recorded, idempotent, conflict).",
 		}, []string{"intent", "result"}),
+		// The label names are those of tatara_mcp_build_info and tatara_wrapper_build_info too
+		// (docs/architecture.md, "Observability contract"), so the three join on them.
 		BuildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "tatara_operator_build_info",
-			Help: "Always 1; labels carry the operator's version and Go version.",
-		}, []string{"version", "goversion"}),
+			Help: "Always 1; labels carry the operator's version, revision and Go version.",
+		}, []string{"version", "revision", "goversion"}),
 	}
-	m.BuildInfo.WithLabelValues(version.Version, runtime.Version()).Set(1)
+	m.BuildInfo.WithLabelValues(version.Version, Revision(), runtime.Version()).Set(1)
 	reg.MustRegister(m.Collectors()...)
 	return m
 }
 
 // Collectors returns every metric, e.g. to unregister them from a shared registry.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.APIRequests, m.AgentPodsCreated, m.TokenSecretsCreated, m.TaskReconciles, m.IntentsRecorded, m.BuildInfo}
+	return []prometheus.Collector{m.APIRequests, m.HTTPRequestDuration, m.AgentPodsCreated, m.TokenSecretsCreated, m.TaskReconciles, m.IntentsRecorded, m.BuildInfo}
 }

@@ -5,6 +5,7 @@ package metrics
 
 import (
 	"runtime"
+	"runtime/debug"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -41,13 +42,15 @@ func NewMetrics(reg prometheus.Registerer, version string) *Metrics {
 			Name: StreamEventsTotalName,
 			Help: "Agent transcript events processed, by event type (unknown types count as other).",
 		}, []string{"type"}),
+		// The label names are those of tatara_mcp_build_info and tatara_operator_build_info too
+		// (docs/architecture.md, "Observability contract"), so the three join on them.
 		BuildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: BuildInfoName,
-			Help: "Always 1; labels identify the wrapper build.",
-		}, []string{"version", "goversion"}),
+			Help: "Always 1; labels carry the wrapper's version, revision and Go version.",
+		}, []string{"version", "revision", "goversion"}),
 	}
 	reg.MustRegister(m.InternalIssueTotal, m.StreamEventsTotal, m.BuildInfo)
-	m.BuildInfo.WithLabelValues(version, goVersion()).Set(1)
+	m.BuildInfo.WithLabelValues(version, Revision(), goVersion()).Set(1)
 	return m
 }
 
@@ -63,3 +66,24 @@ func NewRegistry() *prometheus.Registry {
 }
 
 func goVersion() string { return runtime.Version() }
+
+// revision is the git commit, stamped by the linker
+// (-X tatara.dev/wrapper/internal/metrics.revision=...) when the build sets it.
+var revision = ""
+
+// Revision returns the VCS revision the binary was built from: the stamped one, else the one Go
+// recorded (it records none for builds inside a Go workspace or with -buildvcs=false), else
+// "unknown".
+func Revision() string {
+	if revision != "" {
+		return revision
+	}
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" && s.Value != "" {
+				return s.Value
+			}
+		}
+	}
+	return "unknown"
+}

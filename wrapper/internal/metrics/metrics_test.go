@@ -1,10 +1,15 @@
 package metrics
 
 import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -36,7 +41,7 @@ tatara_wrapper_stream_events_total{type="tool_use"} 2
 			}
 		})
 	}
-	if v := testutil.ToFloat64(m.BuildInfo.WithLabelValues("v1.2.3", goVersion())); v != 1 {
+	if v := testutil.ToFloat64(m.BuildInfo.WithLabelValues("v1.2.3", Revision(), goVersion())); v != 1 {
 		t.Fatalf("build info = %v, want 1", v)
 	}
 	problems, err := testutil.GatherAndLint(reg)
@@ -63,5 +68,49 @@ func TestNewRegistryServesRuntimeMetrics(t *testing.T) {
 		if !names[n] {
 			t.Errorf("missing %s", n)
 		}
+	}
+}
+
+// tatara_wrapper_build_info, scraped from a real /metrics endpoint, is one gauge at 1 labelled
+// exactly like tatara_mcp_build_info and tatara_operator_build_info (each module's test pins the
+// same three names), none of them empty.
+func TestBuildInfoLabels(t *testing.T) {
+	reg := NewRegistry()
+	NewMetrics(reg, "v1.2.3")
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+
+	if !strings.Contains(string(text), "# TYPE "+BuildInfoName+" gauge\n") {
+		t.Errorf("%s is not a gauge:\n%s", BuildInfoName, text)
+	}
+	var series []string
+	for line := range strings.SplitSeq(string(text), "\n") {
+		if strings.HasPrefix(line, BuildInfoName+"{") {
+			series = append(series, line)
+		}
+	}
+	if len(series) != 1 || !strings.HasSuffix(series[0], "} 1") {
+		t.Fatalf("%s series = %q, want one at 1", BuildInfoName, series)
+	}
+	labels, _, _ := strings.Cut(strings.TrimPrefix(series[0], BuildInfoName+"{"), "}")
+	var names []string
+	for pair := range strings.SplitSeq(labels, ",") {
+		name, value, _ := strings.Cut(pair, "=")
+		names = append(names, name)
+		if value == `""` {
+			t.Errorf("%s: label %s is empty", series[0], name)
+		}
+	}
+	if want := []string{"goversion", "revision", "version"}; !slices.Equal(names, want) {
+		t.Errorf("%s label names = %v, want %v", BuildInfoName, names, want)
+	}
+	if !strings.Contains(series[0], `version="v1.2.3"`) {
+		t.Errorf("%s lacks the version it was built with", series[0])
 	}
 }

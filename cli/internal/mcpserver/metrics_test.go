@@ -1,0 +1,119 @@
+package mcpserver
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"tatara.dev/cli/internal/catalog"
+	"tatara.dev/cli/internal/obs"
+)
+
+const durationMetric = "tatara_mcp_tool_call_duration_seconds"
+
+// scrapeLines GETs a /metrics endpoint and returns the sample lines of one metric family
+// (for a histogram: its _bucket, _sum and _count lines).
+func scrapeLines(t *testing.T, url, family string) []string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for line := range strings.SplitSeq(string(text), "\n") {
+		name, _, _ := strings.Cut(line, "{")
+		name, _, _ = strings.Cut(name, " ")
+		if strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, "_bucket"), "_sum"), "_count") == family {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+func withPrefix(lines []string, prefix string) []string {
+	var out []string
+	for _, l := range lines {
+		if strings.HasPrefix(l, prefix) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// Every tools/call is observed once in the latency histogram, with the counter's labels.
+func TestToolCallDurationObservedOncePerCall(t *testing.T) {
+	h := newHarness(t, "implement")
+	metricsSrv := httptest.NewServer(promhttp.HandlerFor(h.reg, promhttp.HandlerOpts{}))
+	defer metricsSrv.Close()
+
+	if lines := scrapeLines(t, metricsSrv.URL, durationMetric); len(lines) != 0 {
+		t.Fatalf("%s has series before any call: %q", durationMetric, lines)
+	}
+
+	if res := h.call(t, "code_stats", map[string]any{"repo": "r"}); res.IsError {
+		t.Fatalf("code_stats failed: %s", resultText(res))
+	}
+	lines := scrapeLines(t, metricsSrv.URL, durationMetric)
+	const success = `outcome="success",tool="code_stats"`
+	if got, want := withPrefix(lines, durationMetric+"_count"), []string{durationMetric + "_count{" + success + "} 1"}; !slices.Equal(got, want) {
+		t.Fatalf("after one call, _count series = %q, want %q", got, want)
+	}
+	buckets := withPrefix(lines, durationMetric+"_bucket")
+	if len(buckets) != len(obs.ToolCallDurationBuckets)+1 {
+		t.Fatalf("%d bucket lines, want %d buckets and +Inf: %q", len(buckets), len(obs.ToolCallDurationBuckets), buckets)
+	}
+	for i, b := range buckets {
+		le := "+Inf"
+		if i < len(obs.ToolCallDurationBuckets) {
+			le = strconv.FormatFloat(obs.ToolCallDurationBuckets[i], 'g', -1, 64)
+		}
+		if !strings.HasPrefix(b, durationMetric+"_bucket{"+success+`,le="`+le+`"} `) {
+			t.Errorf("bucket %d = %q, want labels {%s,le=%q}", i, b, success, le)
+		}
+	}
+	if inf := buckets[len(buckets)-1]; !strings.HasSuffix(inf, "} 1") {
+		t.Errorf("+Inf bucket = %q, want 1 observation", inf)
+	}
+	if counter := scrapeLines(t, metricsSrv.URL, "tatara_mcp_tool_calls_total"); !slices.Equal(counter, []string{`tatara_mcp_tool_calls_total{` + success + `} 1`}) {
+		t.Errorf("counter = %q, want the histogram's one series", counter)
+	}
+
+	// A failing call gets its own series, labelled with its outcome; the first stays at 1.
+	if res := h.call(t, "code_search", map[string]any{"repo": "r"}); !res.IsError {
+		t.Fatalf("code_search without query succeeded: %s", resultText(res))
+	}
+	lines = scrapeLines(t, metricsSrv.URL, durationMetric)
+	want := []string{
+		durationMetric + `_count{outcome="invalid_arguments",tool="code_search"} 1`,
+		durationMetric + "_count{" + success + "} 1",
+	}
+	if got := withPrefix(lines, durationMetric+"_count"); !slices.Equal(got, want) {
+		t.Errorf("after two calls, _count series = %q, want %q", got, want)
+	}
+}
+
+// The buckets' two upper bounds are the call timeout and the timeout of the longest long poll.
+func TestToolCallDurationBucketsCoverTheTimeouts(t *testing.T) {
+	b := obs.ToolCallDurationBuckets
+	if !slices.IsSorted(b) {
+		t.Fatalf("buckets are not sorted: %v", b)
+	}
+	if !slices.Contains(b, DefaultCallTimeout.Seconds()) {
+		t.Errorf("buckets %v lack the call timeout %v", b, DefaultCallTimeout.Seconds())
+	}
+	if longest := (DefaultCallTimeout + catalog.MaxWaitSeconds*time.Second).Seconds(); b[len(b)-1] != longest {
+		t.Errorf("last bucket = %v, want the longest deadline (call timeout + max wait) %v", b[len(b)-1], longest)
+	}
+}
