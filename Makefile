@@ -91,17 +91,19 @@ tatara_MODULE := cli
 tatara_PKG := ./cmd/tatara
 tatara_VERSION := $(CLI_VERSION)
 tatara_VERSION_VAR := tatara.dev/cli/internal/version.Version
-# The git commit, for `tatara version` and tatara_mcp_build_info{revision}.
+# The git commit, for `tatara version` and every *_build_info{revision}.
 REVISION ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 tatara_EXTRA_LDFLAGS := -X tatara.dev/cli/internal/version.revision=$(REVISION)
 wrapper_MODULE := wrapper
 wrapper_PKG := ./cmd/wrapper
 wrapper_VERSION := $(WRAPPER_VERSION)
 wrapper_VERSION_VAR := tatara.dev/wrapper/internal/app.Version
+wrapper_EXTRA_LDFLAGS := -X tatara.dev/wrapper/internal/metrics.revision=$(REVISION)
 operator_MODULE := operator
 operator_PKG := ./cmd
 operator_VERSION := $(OPERATOR_VERSION)
 operator_VERSION_VAR := tatara.dev/operator/internal/version.Version
+operator_EXTRA_LDFLAGS := -X tatara.dev/operator/internal/metrics.revision=$(REVISION)
 agent-standin_MODULE := e2e
 agent-standin_PKG := ./cmd/agent-standin
 agent-standin_VERSION := $(STANDIN_VERSION)
