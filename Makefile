@@ -149,19 +149,21 @@ fuzz: ## Run every fuzz target for its execution budget (FUZZTIME overrides all)
 
 ##@ End to end
 
-# KIND_NODE_IMAGE empty = kind's default node image (a laptop); tatara.local/kind-node:<version> =
-# the node image built here from Go modules and Debian packages (machines that cannot pull images).
+# KIND_NODE_IMAGE unset: hack/kind-node-select.sh probes whether kind's default node image is here
+# or can be pulled (a laptop) and otherwise builds and uses tatara.local/kind-node:<version> from Go
+# modules and Debian packages (a machine that cannot pull images). Set, it is used as is.
 E2E_TIMEOUT ?= 60m
 
 .PHONY: e2e
 e2e: ## The main job: images, a kind cluster, helmfile sync (env kind), the e2e suite, tear down.
 	@start=$$(date +%s); \
-	echo "== e2e: node image $${KIND_NODE_IMAGE:-kind default}"; \
-	case "$(KIND_NODE_IMAGE)" in tatara.local/kind-node:*) $(MAKE) -s kind-node-image KIND_NODE_IMAGE=$(KIND_NODE_IMAGE);; esac; \
+	node_image=$$(KIND_NODE_IMAGE="$(KIND_NODE_IMAGE)" hack/kind-node-select.sh); \
+	echo "== e2e: node image $${node_image:-kind default}"; \
+	case "$$node_image" in tatara.local/kind-node:*) $(MAKE) -s kind-node-image KIND_NODE_IMAGE=$$node_image;; esac; \
 	echo "== e2e: tools"; hack/tools.sh kind >/dev/null; hack/tools.sh helm >/dev/null; hack/tools.sh helmfile >/dev/null; \
 	echo "== e2e: images"; $(MAKE) -s images; \
 	echo "== e2e: suite"; \
-	set +e; cd e2e && KIND_NODE_IMAGE="$(KIND_NODE_IMAGE)" E2E_IMAGES="$(IMAGE_REFS)" \
+	set +e; cd e2e && KIND_NODE_IMAGE="$$node_image" E2E_IMAGES="$(IMAGE_REFS)" \
 		go test -tags e2e -count=1 -v -timeout $(E2E_TIMEOUT) ./suite/ 2>&1 | grep --line-buffered -vE '^=== (RUN|PAUSE|CONT)'; \
 	rc=$${PIPESTATUS[0]}; echo "== e2e: total $$(( $$(date +%s) - start ))s (exit $$rc)"; exit $$rc
 
@@ -197,8 +199,7 @@ envtest-assets: ## Build kube-apiserver + etcd if needed; print their dir (KUBEB
 	@hack/k8s-binaries.sh kube-apiserver etcd
 	@echo $(K8S_BIN_DIR)
 
-# Node image for kind. Empty = kind's default node image (a laptop); the air-gapped path sets
-# KIND_NODE_IMAGE=tatara.local/kind-node:$(KUBERNETES_VERSION), built by `make kind-node-image`.
+# Node image for kind. Unset: chosen by hack/kind-node-select.sh (see e2e above); set, used as is.
 KIND_NODE_IMAGE ?=
 LOCAL_KIND_NODE_IMAGE := tatara.local/kind-node:$(KUBERNETES_VERSION)
 # hack/kind.sh runs the pinned kind, with the docker shim only where a probe shows it is needed.
@@ -210,7 +211,7 @@ kind-node-image: ## Build the kind node image offline (Go modules + Debian packa
 
 .PHONY: kind-smoke
 kind-smoke: ## Create a kind cluster, run a locally built scratch image to Ready, check DNS, delete it.
-	KIND_NODE_IMAGE=$(KIND_NODE_IMAGE) hack/kind-smoke.sh
+	@node_image=$$(KIND_NODE_IMAGE="$(KIND_NODE_IMAGE)" hack/kind-node-select.sh) && KIND_NODE_IMAGE=$$node_image hack/kind-smoke.sh
 
 .PHONY: kind helm helmfile
 kind: ## Install the pinned kind into the cache; print its path.
