@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"tatara.dev/charts/internal/chartdoc"
+	"tatara.dev/cli/pkg/golden"
 )
 
 // TestChartReadmesUpToDate keeps each chart's README.md equal to what chartdoc renders from its
@@ -67,42 +68,7 @@ func staleMessage(path, want, got string) string {
 	if want == got {
 		return ""
 	}
-	return fmt.Sprintf("%s is stale: review the change, then run `make update-golden`\n%s", path, shortDiff(want, got))
-}
-
-// Bounds of shortDiff.
-const (
-	diffContext  = 2
-	diffMaxLines = 20
-)
-
-// shortDiff shows where got departs from want: a little context, then the differing lines ("-"
-// want, "+" got) between the common prefix and the common suffix, cut after diffMaxLines.
-func shortDiff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	start := 0
-	for start < len(w) && start < len(g) && w[start] == g[start] {
-		start++
-	}
-	endW, endG := len(w), len(g)
-	for endW > start && endG > start && w[endW-1] == g[endG-1] {
-		endW--
-		endG--
-	}
-	var lines []string
-	for _, l := range w[max(0, start-diffContext):start] {
-		lines = append(lines, "  "+l)
-	}
-	for _, l := range w[start:endW] {
-		lines = append(lines, "- "+l)
-	}
-	for _, l := range g[start:endG] {
-		lines = append(lines, "+ "+l)
-	}
-	if n := len(lines) - diffMaxLines; n > 0 {
-		lines = append(lines[:diffMaxLines], fmt.Sprintf("... %d more lines", n))
-	}
-	return fmt.Sprintf("@@ line %d @@\n%s", start+1, strings.Join(lines, "\n"))
+	return fmt.Sprintf("%s is stale: review the change, then run `make update-golden`\n%s", path, golden.Diff(want, got))
 }
 
 func TestStaleReadmeMessage(t *testing.T) {
@@ -121,7 +87,7 @@ func TestStaleReadmeMessage(t *testing.T) {
 			t.Errorf("message lacks %q:\n%s", s, msg)
 		}
 	}
-	if strings.Contains(msg, "key0`") || strings.Contains(msg, "key151`") {
+	if strings.Contains(msg, "key0`") || strings.Contains(msg, "key160`") {
 		t.Errorf("message shows unchanged lines far from the change:\n%s", msg)
 	}
 	if staleMessage("x", want, want) != "" {
@@ -130,7 +96,7 @@ func TestStaleReadmeMessage(t *testing.T) {
 
 	// A rewrite of the whole file is cut short.
 	msg = staleMessage("x", want, strings.ReplaceAll(want, "Value", "Setting"))
-	if n := strings.Count(msg, "\n"); n > diffMaxLines+3 || !strings.Contains(msg, "more lines") {
+	if n := strings.Count(msg, "\n"); n > golden.MaxDiffLines+3 || !strings.Contains(msg, "more lines") {
 		t.Errorf("diff of a rewritten file is not cut (%d lines):\n%s", n, msg)
 	}
 }

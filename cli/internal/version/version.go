@@ -2,7 +2,7 @@
 // (-X tatara.dev/cli/internal/version.Version=...).
 package version
 
-import "runtime/debug"
+import "tatara.dev/cli/pkg/buildinfo"
 
 // Version is the release version; "dev" for an unstamped build.
 var Version = "dev"
@@ -11,17 +11,5 @@ var Version = "dev"
 // inside a Go workspace, or with -buildvcs=false, record no VCS information of their own.
 var revision = ""
 
-// Revision returns the VCS revision the binary was built from, or "unknown".
-func Revision() string {
-	if revision != "" {
-		return revision
-	}
-	if info, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range info.Settings {
-			if s.Key == "vcs.revision" {
-				return s.Value
-			}
-		}
-	}
-	return "unknown"
-}
+// Revision returns the VCS revision the binary was built from (buildinfo.Revision).
+func Revision() string { return buildinfo.Revision(revision) }

@@ -39,10 +39,11 @@ func Check(t testing.TB, path string, got []byte) {
 	}
 }
 
-// contextLines and maxDiffLines bound what Diff prints.
+// contextLines and MaxDiffLines bound what Diff prints.
 const (
 	contextLines = 3
-	maxDiffLines = 40
+	// MaxDiffLines is the most diff lines Diff prints; the rest are counted.
+	MaxDiffLines = 40
 )
 
 // Diff shows where got departs from want: the lines around the first difference, with "-" for
@@ -63,7 +64,7 @@ func Diff(want, got string) string {
 	fmt.Fprintf(&b, "@@ line %d @@\n", start+1)
 	lines := 0
 	emit := func(prefix, line string) {
-		if lines < maxDiffLines {
+		if lines < MaxDiffLines {
 			b.WriteString(prefix + line + "\n")
 		}
 		lines++
@@ -80,8 +81,8 @@ func Diff(want, got string) string {
 	for _, l := range w[endW:min(len(w), endW+contextLines)] {
 		emit("  ", l)
 	}
-	if lines > maxDiffLines {
-		fmt.Fprintf(&b, "... %d more lines\n", lines-maxDiffLines)
+	if lines > MaxDiffLines {
+		fmt.Fprintf(&b, "... %d more lines\n", lines-MaxDiffLines)
 	}
 	return b.String()
 }

@@ -30,7 +30,7 @@ func TestDiff(t *testing.T) {
 					t.Errorf("diff has %q:\n%s", s, d)
 				}
 			}
-			if n := strings.Count(d, "\n"); n > maxDiffLines+2 {
+			if n := strings.Count(d, "\n"); n > MaxDiffLines+2 {
 				t.Errorf("diff has %d lines, over the bound", n)
 			}
 		})

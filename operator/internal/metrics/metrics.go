@@ -5,10 +5,10 @@ package metrics
 
 import (
 	"runtime"
-	"runtime/debug"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"tatara.dev/cli/pkg/buildinfo"
 	"tatara.dev/operator/internal/version"
 )
 
@@ -26,22 +26,8 @@ var HTTPRequestDurationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 
 // (-X tatara.dev/operator/internal/metrics.revision=...) when the build sets it.
 var revision = ""
 
-// Revision returns the VCS revision the binary was built from: the stamped one, else the one Go
-// recorded (it records none for builds inside a Go workspace or with -buildvcs=false), else
-// "unknown".
-func Revision() string {
-	if revision != "" {
-		return revision
-	}
-	if info, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range info.Settings {
-			if s.Key == "vcs.revision" && s.Value != "" {
-				return s.Value
-			}
-		}
-	}
-	return "unknown"
-}
+// Revision returns the VCS revision the binary was built from (buildinfo.Revision).
+func Revision() string { return buildinfo.Revision(revision) }
 
 // Metrics are the operator's own metrics; controller-runtime adds its reconcile metrics.
 type Metrics struct {

@@ -5,10 +5,11 @@ package metrics
 
 import (
 	"runtime"
-	"runtime/debug"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"tatara.dev/cli/pkg/buildinfo"
 )
 
 // Metric names, exported so tests and docs refer to one spelling.
@@ -71,19 +72,5 @@ func goVersion() string { return runtime.Version() }
 // (-X tatara.dev/wrapper/internal/metrics.revision=...) when the build sets it.
 var revision = ""
 
-// Revision returns the VCS revision the binary was built from: the stamped one, else the one Go
-// recorded (it records none for builds inside a Go workspace or with -buildvcs=false), else
-// "unknown".
-func Revision() string {
-	if revision != "" {
-		return revision
-	}
-	if info, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range info.Settings {
-			if s.Key == "vcs.revision" && s.Value != "" {
-				return s.Value
-			}
-		}
-	}
-	return "unknown"
-}
+// Revision returns the VCS revision the binary was built from (buildinfo.Revision).
+func Revision() string { return buildinfo.Revision(revision) }
