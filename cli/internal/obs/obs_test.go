@@ -1,16 +1,13 @@
 package obs
 
 import (
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	tataratest "tatara.dev/cli/pkg/testutil"
 )
 
 func TestMetricsRegisteredAndNamed(t *testing.T) {
@@ -51,37 +48,5 @@ tatara_mcp_tool_calls_total{outcome="success",tool="code_search"} 1
 func TestBuildInfoLabels(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	NewMetrics(reg).SetBuildInfo("1.2.3", "unknown")
-	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	defer srv.Close()
-	resp, err := http.Get(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text, _ := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-
-	if !strings.Contains(string(text), "# TYPE tatara_mcp_build_info gauge\n") {
-		t.Errorf("tatara_mcp_build_info is not a gauge:\n%s", text)
-	}
-	var series []string
-	for line := range strings.SplitSeq(string(text), "\n") {
-		if strings.HasPrefix(line, "tatara_mcp_build_info{") {
-			series = append(series, line)
-		}
-	}
-	if len(series) != 1 || !strings.HasSuffix(series[0], "} 1") {
-		t.Fatalf("tatara_mcp_build_info series = %q, want one at 1", series)
-	}
-	labels, _, _ := strings.Cut(strings.TrimPrefix(series[0], "tatara_mcp_build_info{"), "}")
-	var names []string
-	for pair := range strings.SplitSeq(labels, ",") {
-		name, _, _ := strings.Cut(pair, "=")
-		names = append(names, name)
-	}
-	if want := []string{"goversion", "revision", "version"}; !slices.Equal(names, want) {
-		t.Errorf("tatara_mcp_build_info label names = %v, want %v", names, want)
-	}
-	if want := `revision="unknown"`; !strings.Contains(series[0], want) {
-		t.Errorf("%s lacks %s", series[0], want)
-	}
+	tataratest.CheckBuildInfo(t, reg, "tatara_mcp_build_info")
 }

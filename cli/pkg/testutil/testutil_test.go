@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 func TestMain(m *testing.M) {
@@ -228,3 +230,30 @@ func TestWorkspaceDir(t *testing.T) {
 		t.Errorf("second WorkspaceDir = %s, want %s", again, dir)
 	}
 }
+
+func TestCheckBuildInfo(t *testing.T) {
+	good := prometheus.NewRegistry()
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "x_build_info", Help: "h"}, BuildInfoLabels)
+	good.MustRegister(g)
+	g.WithLabelValues("go1", "abc", "1.0").Set(1)
+	CheckBuildInfo(t, good, "x_build_info")
+
+	bad := prometheus.NewRegistry()
+	b := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "x_build_info", Help: "h"}, []string{"version"})
+	bad.MustRegister(b)
+	b.WithLabelValues("1.0").Set(1)
+	r := &failRecorder{TB: t}
+	CheckBuildInfo(r, bad, "x_build_info")
+	if !r.failed {
+		t.Error("a build_info without revision and goversion passed")
+	}
+}
+
+// failRecorder records a failure instead of failing the test.
+type failRecorder struct {
+	testing.TB
+	failed bool
+}
+
+func (f *failRecorder) Helper()               {}
+func (f *failRecorder) Errorf(string, ...any) { f.failed = true }

@@ -1,16 +1,13 @@
 package metrics
 
 import (
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	tataratest "tatara.dev/cli/pkg/testutil"
 )
 
 func TestMetricsExposition(t *testing.T) {
@@ -53,39 +50,7 @@ tatara_operator_intents_total{intent="pr_outcome",result="conflict"} 1
 func TestBuildInfo(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	NewMetrics(reg)
-	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	defer srv.Close()
-	resp, err := http.Get(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text, _ := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-
-	if !strings.Contains(string(text), "# TYPE tatara_operator_build_info gauge\n") {
-		t.Errorf("tatara_operator_build_info is not a gauge:\n%s", text)
-	}
-	var series []string
-	for line := range strings.SplitSeq(string(text), "\n") {
-		if strings.HasPrefix(line, "tatara_operator_build_info{") {
-			series = append(series, line)
-		}
-	}
-	if len(series) != 1 || !strings.HasSuffix(series[0], "} 1") {
-		t.Fatalf("tatara_operator_build_info series = %q, want one at 1", series)
-	}
-	labels, _, _ := strings.Cut(strings.TrimPrefix(series[0], "tatara_operator_build_info{"), "}")
-	var names []string
-	for pair := range strings.SplitSeq(labels, ",") {
-		name, value, _ := strings.Cut(pair, "=")
-		names = append(names, name)
-		if value == `""` {
-			t.Errorf("%s: label %s is empty", series[0], name)
-		}
-	}
-	if want := []string{"goversion", "revision", "version"}; !slices.Equal(names, want) {
-		t.Errorf("tatara_operator_build_info label names = %v, want %v", names, want)
-	}
+	tataratest.CheckBuildInfo(t, reg, "tatara_operator_build_info")
 }
 
 func TestNewMetricsTwiceOnOneRegistryPanics(t *testing.T) {

@@ -1,16 +1,13 @@
 package metrics
 
 import (
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	tataratest "tatara.dev/cli/pkg/testutil"
 )
 
 func TestMetricsRegistered(t *testing.T) {
@@ -77,40 +74,5 @@ func TestNewRegistryServesRuntimeMetrics(t *testing.T) {
 func TestBuildInfoLabels(t *testing.T) {
 	reg := NewRegistry()
 	NewMetrics(reg, "v1.2.3")
-	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	defer srv.Close()
-	resp, err := http.Get(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text, _ := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-
-	if !strings.Contains(string(text), "# TYPE "+BuildInfoName+" gauge\n") {
-		t.Errorf("%s is not a gauge:\n%s", BuildInfoName, text)
-	}
-	var series []string
-	for line := range strings.SplitSeq(string(text), "\n") {
-		if strings.HasPrefix(line, BuildInfoName+"{") {
-			series = append(series, line)
-		}
-	}
-	if len(series) != 1 || !strings.HasSuffix(series[0], "} 1") {
-		t.Fatalf("%s series = %q, want one at 1", BuildInfoName, series)
-	}
-	labels, _, _ := strings.Cut(strings.TrimPrefix(series[0], BuildInfoName+"{"), "}")
-	var names []string
-	for pair := range strings.SplitSeq(labels, ",") {
-		name, value, _ := strings.Cut(pair, "=")
-		names = append(names, name)
-		if value == `""` {
-			t.Errorf("%s: label %s is empty", series[0], name)
-		}
-	}
-	if want := []string{"goversion", "revision", "version"}; !slices.Equal(names, want) {
-		t.Errorf("%s label names = %v, want %v", BuildInfoName, names, want)
-	}
-	if !strings.Contains(series[0], `version="v1.2.3"`) {
-		t.Errorf("%s lacks the version it was built with", series[0])
-	}
+	tataratest.CheckBuildInfo(t, reg, "tatara_wrapper_build_info")
 }
