@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 
 	"tatara.dev/cli/internal/catalog"
 	"tatara.dev/cli/internal/obs"
+	tataratest "tatara.dev/cli/pkg/testutil"
 )
 
 const durationMetric = "tatara_mcp_tool_call_duration_seconds"
@@ -71,21 +71,7 @@ func TestToolCallDurationObservedOncePerCall(t *testing.T) {
 		t.Fatalf("after one call, _count series = %q, want %q", got, want)
 	}
 	buckets := withPrefix(lines, durationMetric+"_bucket")
-	if len(buckets) != len(obs.ToolCallDurationBuckets)+1 {
-		t.Fatalf("%d bucket lines, want %d buckets and +Inf: %q", len(buckets), len(obs.ToolCallDurationBuckets), buckets)
-	}
-	for i, b := range buckets {
-		le := "+Inf"
-		if i < len(obs.ToolCallDurationBuckets) {
-			le = strconv.FormatFloat(obs.ToolCallDurationBuckets[i], 'g', -1, 64)
-		}
-		if !strings.HasPrefix(b, durationMetric+"_bucket{"+success+`,le="`+le+`"} `) {
-			t.Errorf("bucket %d = %q, want labels {%s,le=%q}", i, b, success, le)
-		}
-	}
-	if inf := buckets[len(buckets)-1]; !strings.HasSuffix(inf, "} 1") {
-		t.Errorf("+Inf bucket = %q, want 1 observation", inf)
-	}
+	tataratest.CheckHistogramBuckets(t, buckets, durationMetric, success, obs.ToolCallDurationBuckets, 1)
 	if counter := scrapeLines(t, metricsSrv.URL, "tatara_mcp_tool_calls_total"); !slices.Equal(counter, []string{`tatara_mcp_tool_calls_total{` + success + `} 1`}) {
 		t.Errorf("counter = %q, want the histogram's one series", counter)
 	}

@@ -257,3 +257,18 @@ type failRecorder struct {
 
 func (f *failRecorder) Helper()               {}
 func (f *failRecorder) Errorf(string, ...any) { f.failed = true }
+
+func TestCheckHistogramBuckets(t *testing.T) {
+	good := []string{`m_bucket{a="x",le="0.5"} 0`, `m_bucket{a="x",le="1"} 1`, `m_bucket{a="x",le="+Inf"} 1`}
+	CheckHistogramBuckets(t, good, "m", `a="x"`, []float64{0.5, 1}, 1)
+	for name, lines := range map[string][]string{
+		"wrong le":    {`m_bucket{a="x",le="0.25"} 0`, `m_bucket{a="x",le="1"} 1`, `m_bucket{a="x",le="+Inf"} 1`},
+		"wrong count": {`m_bucket{a="x",le="0.5"} 0`, `m_bucket{a="x",le="1"} 1`, `m_bucket{a="x",le="+Inf"} 2`},
+	} {
+		r := &failRecorder{TB: t}
+		CheckHistogramBuckets(r, lines, "m", `a="x"`, []float64{0.5, 1}, 1)
+		if !r.failed {
+			t.Errorf("%s: passed", name)
+		}
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -23,6 +22,7 @@ import (
 	"tatara.dev/operator/internal/agent"
 	"tatara.dev/operator/internal/index"
 	"tatara.dev/operator/internal/metrics"
+	tataratest "tatara.dev/cli/pkg/testutil"
 )
 
 const durationMetric = "tatara_operator_http_request_duration_seconds"
@@ -119,21 +119,7 @@ func TestRequestDurationByRoutePattern(t *testing.T) {
 		t.Fatalf("after one request, _count series = %q, want %q", got, want)
 	}
 	buckets := scrape(t, metricsURL, durationMetric+"_bucket")
-	if len(buckets) != len(metrics.HTTPRequestDurationBuckets)+1 {
-		t.Fatalf("%d bucket lines, want %d buckets and +Inf: %q", len(buckets), len(metrics.HTTPRequestDurationBuckets), buckets)
-	}
-	for i, b := range buckets {
-		le := "+Inf"
-		if i < len(metrics.HTTPRequestDurationBuckets) {
-			le = strconv.FormatFloat(metrics.HTTPRequestDurationBuckets[i], 'g', -1, 64)
-		}
-		if !strings.HasPrefix(b, durationMetric+"_bucket{"+taskGet+`,le="`+le+`"} `) {
-			t.Errorf("bucket %d = %q, want labels {%s,le=%q}", i, b, taskGet, le)
-		}
-	}
-	if inf := buckets[len(buckets)-1]; !strings.HasSuffix(inf, "} 1") {
-		t.Errorf("+Inf bucket = %q, want 1 observation", inf)
-	}
+	tataratest.CheckHistogramBuckets(t, buckets, durationMetric, taskGet, metrics.HTTPRequestDurationBuckets, 1)
 	// The tool counter sits next to it and counted the same request.
 	if got, want := scrape(t, metricsURL, "tatara_operator_api_requests_total{"), []string{`tatara_operator_api_requests_total{code="200",tool="task_get"} 1`}; !slices.Equal(got, want) {
 		t.Errorf("api requests counter = %q, want %q", got, want)
