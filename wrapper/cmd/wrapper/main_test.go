@@ -53,7 +53,6 @@ func startWrapper(t *testing.T, env ...string) *wrapperRun {
 	cmd.Env = append([]string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(),
 		"TATARA_PROJECT=proj", "TATARA_TASK=task-1", "TATARA_TASK_KIND=implement",
-		"TATARA_TOKEN=tatara-task-token-abcdef0123456789",
 		"TATARA_AGENT_COMMAND=" + standin,
 		"TATARA_WRAPPER_STATE_DIR=" + state,
 		// Nothing listens here: these runs exercise the wrapper, not the MCP server.
@@ -62,6 +61,13 @@ func startWrapper(t *testing.T, env ...string) *wrapperRun {
 		// which would then write no transcript.
 		"CLAUDE_CODE_CHILD_SESSION=1",
 	}, env...)
+	return startRun(t, cmd)
+}
+
+// startRun starts cmd (a wrapper, or a command that runs one) and collects its JSON log lines
+// from stderr; the cleanup kills it if it still runs.
+func startRun(t *testing.T, cmd *exec.Cmd) *wrapperRun {
+	t.Helper()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -202,7 +208,9 @@ func httpGet(t *testing.T, url string) (int, string) {
 	return resp.StatusCode, string(body)
 }
 
-const secretToken = "tatara-task-token-abcdef0123456789"
+// secretToken has the Task token's shape. The wrapper never gets the token (only the cli sidecar
+// does), so it masks it by that shape wherever the agent's transcript shows it.
+const secretToken = "tatara_0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
 func TestWrapperRunsAgentEndToEnd(t *testing.T) {
 	script := strings.Join([]string{
@@ -213,7 +221,7 @@ func TestWrapperRunsAgentEndToEnd(t *testing.T) {
 		`raw "\x00\x00\x00{\"type\":\"assistant\",\"mess"`,
 		`raw {"type":"queue-operation","operation":"enqueue"}`,
 		`raw {"type":"brand-new-kind"}`,
-		"say done",
+		"say done " + secretToken,
 		"exit 3",
 	}, "\n")
 	r := startWrapper(t, "TATARA_DIRECTIVE="+script, "TATARA_WRAPPER_LINGER=2m")
@@ -251,8 +259,11 @@ func TestWrapperRunsAgentEndToEnd(t *testing.T) {
 		t.Errorf("clamped issue = %v", issues[1])
 	}
 
-	if strings.Contains(r.rawLogs(), secretToken) {
+	if strings.Contains(r.rawLogs(), secretToken) || strings.Contains(r.rawLogs(), secretToken[len("tatara_"):]) {
 		t.Fatal("the Task token reached the logs")
+	}
+	if !strings.Contains(r.rawLogs(), "done tatara_[REDACTED]") {
+		t.Fatal("the token said outside a bearer header was not logged masked by its shape")
 	}
 	if !strings.Contains(r.rawLogs(), "Bearer [REDACTED]") {
 		t.Fatal("the bearer header was not logged redacted")

@@ -92,6 +92,14 @@ func TestProcess(t *testing.T) {
 		{"stderr is logged redacted", "echo 'Authorization: Bearer abcdefghijk' >&2; exit 1", false, 1, "", false,
 			[]string{`"msg":"agent stderr"`, `Bearer [REDACTED]`}},
 		{"forwarded SIGTERM", "trap 'exit 143' TERM; echo ready >&2; while :; do sleep 0.05; done", true, 143, "", false, nil},
+		// The signal goes to the process group: a background child with its own trap gets it too
+		// (its loop is bounded, so a run where it does not still ends).
+		{"SIGTERM reaches the agent's children", "( trap 'echo child got TERM >&2; exit 0' TERM; echo ready >&2; for i in $(seq 200); do sleep 0.05; done ) & wait",
+			true, 143, "terminated", false, []string{"child got TERM"}},
+		// The agent moves itself into its parent's group, leaving its own empty.
+		{"an agent that left its group still gets the signal",
+			`exec perl -e 'setpgrp(0, getpgrp(getppid())) or die "setpgrp: $!"; $SIG{TERM} = sub { exit 143 }; print STDERR "ready\n"; select(undef, undef, undef, 0.05) while 1'`,
+			true, 143, "", false, nil},
 		{"killed by a signal", "kill -KILL $$", false, 137, "killed", false, nil},
 		{"huge stdout line is skipped", "head -c 3000000 /dev/zero | tr '\\0' x; echo; echo '" + result + "'", false, 0, "", true, nil},
 		{"leftover child holding stdout", "sleep 30 & echo '" + result + "'", false, 0, "", true, nil},
@@ -104,6 +112,8 @@ func TestProcess(t *testing.T) {
 			if err := p.Start(); err != nil {
 				t.Fatal(err)
 			}
+			// Whatever is left of the agent's group (a failed run, a background child) goes.
+			t.Cleanup(func() { _ = p.Signal(syscall.SIGKILL) })
 			if tc.signal {
 				deadline := time.Now().Add(10 * time.Second)
 				for !strings.Contains(logs.String(), "ready") {

@@ -12,11 +12,15 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unicode/utf8"
 
+	"golang.org/x/sys/unix"
+
 	"tatara.dev/cli/pkg/redact"
+	"tatara.dev/wrapper/internal/pid1"
 )
 
 // Process is one run of the agent CLI.
@@ -28,11 +32,13 @@ type Process struct {
 	Log     *slog.Logger
 	Red     *redact.Redactor
 
-	cmd     *exec.Cmd
-	started time.Time
-	wg      sync.WaitGroup
-	outW    *io.PipeWriter
-	errW    *io.PipeWriter
+	cmd        *exec.Cmd
+	pid        int // cmd.Process.Pid, which Release overwrites
+	exit       <-chan unix.WaitStatus
+	exited     atomic.Bool
+	started    time.Time
+	wg         sync.WaitGroup
+	outR, errR *os.File
 
 	mu     sync.Mutex
 	init   *StreamEvent
@@ -69,67 +75,106 @@ type Result struct {
 	Final *StreamEvent
 }
 
-// Start starts the process; stdout (stream-json) and stderr are read and logged.
+// Start starts the process in its own process group; stdout (stream-json) and stderr are read
+// and logged. The process reaper (pid1) waits for it, as for every child of the wrapper.
 func (p *Process) Start() error {
 	cmd := exec.Command(p.Command, p.Args...) //nolint:gosec // running the configured agent is this package's job
 	cmd.Env = p.Env
 	cmd.Dir = p.Dir
-	// Writers that are not files make exec copy the output in its own goroutines, which
-	// WaitDelay bounds: a tool's background child holding stdout open cannot hang the wrapper
-	// after the agent exits.
-	stdout, outW := io.Pipe()
-	stderr, errW := io.Pipe()
+	// A group of its own: a signal reaches the agent and everything it started (kill(-pgid)).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Pipes as files: exec starts no copying goroutines, which only cmd.Wait would end, and the
+	// reaper, not cmd.Wait, waits for the agent.
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("failed to create the agent's stdout pipe: %w", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		_, _ = outR.Close(), outW.Close()
+		return fmt.Errorf("failed to create the agent's stderr pipe: %w", err)
+	}
 	cmd.Stdout, cmd.Stderr = outW, errW
-	cmd.WaitDelay = outputGrace
-	if err := cmd.Start(); err != nil {
+	exit, err := pid1.ProcessReaper().Start(cmd)
+	// The agent has its own copies; the wrapper's would keep the pipes open after it exits.
+	_, _ = outW.Close(), errW.Close()
+	if err != nil {
+		_, _ = outR.Close(), errR.Close()
 		return fmt.Errorf("failed to start agent %q: %w", p.Command, err)
 	}
-	p.cmd, p.started, p.outW, p.errW = cmd, time.Now(), outW, errW
+	p.cmd, p.pid, p.exit, p.started, p.outR, p.errR = cmd, cmd.Process.Pid, exit, time.Now(), outR, errR
 	p.wg.Add(2)
-	go func() { defer p.wg.Done(); p.readStdout(stdout) }()
-	go func() { defer p.wg.Done(); p.readStderr(stderr) }()
+	go func() { defer p.wg.Done(); p.readStdout(outR) }()
+	go func() { defer p.wg.Done(); p.readStderr(errR) }()
 	return nil
 }
 
-// PID is the agent's process id.
-func (p *Process) PID() int { return p.cmd.Process.Pid }
+// PID is the agent's process id, which is also its process group id.
+func (p *Process) PID() int { return p.pid }
 
-// Signal forwards sig to the agent.
+// Signal forwards sig to the agent's process group: the agent and every process it started that
+// stayed in the group. An agent that left the group (setpgid, setsid) still gets sig itself.
 func (p *Process) Signal(sig os.Signal) error {
-	if err := p.cmd.Process.Signal(sig); err != nil {
-		return fmt.Errorf("failed to signal agent %q: %w", p.Command, err)
+	s, ok := sig.(syscall.Signal)
+	if !ok {
+		return fmt.Errorf("failed to signal agent %q: %v is not a system signal", p.Command, sig)
+	}
+	pid := p.pid
+	if pid <= 0 { // kill(0) and kill(-1) would signal the wrapper's own group, or every process
+		return fmt.Errorf("failed to signal agent %q: it was not started", p.Command)
+	}
+	groupErr := unix.Kill(-pid, s)
+	if !p.exited.Load() {
+		// The agent is not reaped yet (or only just: its PID is not reused that soon), so pid is
+		// still the agent's.
+		if pgid, err := unix.Getpgid(pid); err == nil && pgid != pid {
+			if err := unix.Kill(pid, s); err != nil {
+				return fmt.Errorf("failed to signal agent %q (PID %d, outside its group): %w", p.Command, pid, err)
+			}
+			return nil
+		}
+	}
+	if groupErr != nil {
+		return fmt.Errorf("failed to signal agent %q process group %d: %w", p.Command, pid, groupErr)
 	}
 	return nil
 }
 
 // Wait waits for the agent to exit and for its output to be read.
 func (p *Process) Wait() (Result, error) {
-	err := p.cmd.Wait()
+	ws := <-p.exit
+	p.exited.Store(true)
 	res := Result{Duration: time.Since(p.started)}
-	_ = p.outW.Close()
-	_ = p.errW.Close()
-	p.wg.Wait()
-	if errors.Is(err, exec.ErrWaitDelay) {
-		// Exited cleanly; only a leftover child kept the output open.
-		err = nil
-	}
+	_ = p.cmd.Process.Release() // its pidfd; Wait is never called, the reaper has the status
+	p.waitOutput()
 	p.mu.Lock()
 	res.Final = p.result
 	p.mu.Unlock()
-	var exitErr *exec.ExitError
 	switch {
-	case err == nil:
-		return res, nil
-	case errors.As(err, &exitErr):
-		res.ExitCode = exitErr.ExitCode()
-		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			res.ExitCode = 128 + int(ws.Signal())
-			res.Signal = ws.Signal().String()
-		}
-		return res, nil
+	case ws.Exited():
+		res.ExitCode = ws.ExitStatus()
+	case ws.Signaled():
+		res.ExitCode = 128 + int(ws.Signal())
+		res.Signal = ws.Signal().String()
 	default:
-		return res, fmt.Errorf("failed to wait for agent %q: %w", p.Command, err)
+		return res, fmt.Errorf("failed to wait for agent %q: wait status %#x is neither an exit nor a signal", p.Command, uint32(ws))
 	}
+	return res, nil
+}
+
+// waitOutput waits until the agent's output is read to its end. A background child of the agent
+// may hold stdout or stderr open for good; after outputGrace the pipes are closed, which ends the
+// reads, so it cannot hang the wrapper.
+func (p *Process) waitOutput() {
+	done := make(chan struct{})
+	go func() { p.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(outputGrace):
+		_, _ = p.outR.Close(), p.errR.Close()
+		<-done
+	}
+	_, _ = p.outR.Close(), p.errR.Close()
 }
 
 // outputGrace is how long output is still read after the agent exited.

@@ -23,6 +23,7 @@ import (
 	"tatara.dev/cli/pkg/redact"
 	"tatara.dev/wrapper/internal/agent"
 	"tatara.dev/wrapper/internal/metrics"
+	"tatara.dev/wrapper/internal/pid1"
 	"tatara.dev/wrapper/internal/server"
 	"tatara.dev/wrapper/internal/transcript"
 )
@@ -37,7 +38,6 @@ const (
 // Config is the wrapper's settings; flags override the environment.
 type Config struct {
 	Project, Task, TaskKind string
-	Token                   string
 	Directive               string
 	AgentCommand            string
 	MCPURL                  string
@@ -57,7 +57,6 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 		Project:  getenv("TATARA_PROJECT"),
 		Task:     getenv("TATARA_TASK"),
 		TaskKind: getenv("TATARA_TASK_KIND"),
-		Token:    getenv("TATARA_TOKEN"),
 	}
 	fs := flag.NewFlagSet("wrapper", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -115,7 +114,11 @@ var Version = "dev"
 // Main runs the wrapper and returns its exit code.
 func Main(args []string, getenv func(string) string, environ []string, stderr io.Writer) int {
 	cfg, err := ParseConfig(args, getenv)
-	red := redact.New(cfg.Token)
+	// The wrapper never gets the Task token (the cli sidecar alone has it; the agent runs arbitrary
+	// code in this container, and this process not being dumpable is only a second layer): the
+	// redactor masks it by its shape (tatara_ and 64 hex characters), wherever the agent's
+	// transcript echoes it.
+	red := redact.New()
 	log := newLogger(stderr, red, cfg)
 	if err != nil {
 		log.Error("invalid configuration", slog.Any("error", err))
@@ -130,7 +133,33 @@ func newLogger(w io.Writer, red *redact.Redactor, cfg Config) *slog.Logger {
 		slog.String("project", cfg.Project), slog.String("task", cfg.Task), slog.String("task_kind", cfg.TaskKind))
 }
 
+// forwardedSignals reach the agent's process group; terminating ones also end a linger.
+var forwardedSignals = []os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
+
+func endsLinger(sig os.Signal) bool { return sig == syscall.SIGTERM || sig == syscall.SIGINT }
+
+// takePID1Duties makes the wrapper a fit main process for the container: it adopts and reaps the
+// agent's orphans even when it is not PID 1, and the agent (same UID) cannot read its memory or
+// environment. Neither failing stops the run; both are logged.
+func takePID1Duties(log *slog.Logger) {
+	attrs := []slog.Attr{slog.Int("pid", os.Getpid())}
+	if err := pid1.SetNotDumpable(); err != nil {
+		log.Warn("wrapper stays dumpable: the agent can read its memory and environment", slog.Any("error", err))
+	}
+	if err := pid1.SetChildSubreaper(); err != nil {
+		log.Warn("wrapper is no subreaper: orphans of the agent are not reaped here unless it is PID 1", slog.Any("error", err))
+	}
+	if d, err := pid1.Dumpable(); err == nil {
+		attrs = append(attrs, slog.Bool("dumpable", d))
+	}
+	if sr, err := pid1.IsChildSubreaper(); err == nil {
+		attrs = append(attrs, slog.Bool("subreaper", sr))
+	}
+	log.LogAttrs(context.Background(), slog.LevelInfo, "process duties", attrs...)
+}
+
 func run(cfg Config, red *redact.Redactor, log *slog.Logger, environ []string) int {
+	takePID1Duties(log)
 	reg := metrics.NewRegistry()
 	m := metrics.NewMetrics(reg, Version)
 	for _, l := range transcript.InternalIssueLabels() {
@@ -172,13 +201,14 @@ func run(cfg Config, red *redact.Redactor, log *slog.Logger, environ []string) i
 
 	// Signals are caught before the agent starts so none is lost in between.
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	signal.Notify(sigs, forwardedSignals...)
 	defer signal.Stop(sigs)
 
 	proc := &agent.Process{
 		Command: cfg.AgentCommand,
 		Args:    agent.Args(mcpConfig, sessionID, cfg.Directive),
-		// The agent reaches the operator only through the cli sidecar, which has the token.
+		// The agent reaches the operator only through the cli sidecar, which has the token; the
+		// operator gives this container none, and one set by other means is still not passed on.
 		Env: agent.Env(environ, cfg.ConfigDir, "TATARA_TOKEN"),
 		Dir: cfg.WorkDir,
 		Log: log.With(slog.String("session_id", sessionID)),
@@ -206,7 +236,7 @@ func run(cfg Config, red *redact.Redactor, log *slog.Logger, environ []string) i
 	for waiting := true; waiting; {
 		select {
 		case sig := <-sigs:
-			log.Info("forwarding signal to agent", slog.String("signal", sig.String()))
+			log.Info("forwarding signal to agent", slog.String("signal", sig.String()), slog.Int("process_group", proc.PID()))
 			if err := proc.Signal(sig); err != nil {
 				log.Warn("failed to forward signal", slog.Any("error", err))
 			}
@@ -223,20 +253,27 @@ func run(cfg Config, red *redact.Redactor, log *slog.Logger, environ []string) i
 		log.Error("failed to wait for agent", slog.Any("error", waitErr))
 		code = 1
 	}
-	report(log, sessionID, res, code, tailer.Summary())
+	report(log, sessionID, res, code, tailer.Summary(), pid1.ProcessReaper().Orphans())
 
 	if cfg.Linger > 0 {
 		log.Info("serving metrics until linger ends or SIGTERM", slog.Duration("linger", cfg.Linger))
-		select {
-		case <-time.After(cfg.Linger):
-		case <-sigs:
+		timer := time.NewTimer(cfg.Linger)
+		defer timer.Stop()
+		for lingering := true; lingering; {
+			select {
+			case <-timer.C:
+				lingering = false
+			case sig := <-sigs:
+				lingering = !endsLinger(sig)
+			}
 		}
 	}
 	return code
 }
 
-// report logs the turn summary: how the agent ended and what its transcript showed.
-func report(log *slog.Logger, sessionID string, res agent.Result, code int, s transcript.Summary) {
+// report logs the turn summary: how the agent ended, what its transcript showed and how many
+// orphaned processes the wrapper reaped.
+func report(log *slog.Logger, sessionID string, res agent.Result, code int, s transcript.Summary, orphans int64) {
 	attrs := []slog.Attr{
 		slog.String("session_id", sessionID),
 		slog.Int("exit_code", code),
@@ -252,6 +289,7 @@ func report(log *slog.Logger, sessionID string, res agent.Result, code int, s tr
 		slog.Int64("transcript_bytes", s.Bytes),
 		slog.Int64("input_tokens", s.InputTokens),
 		slog.Int64("output_tokens", s.OutputTokens),
+		slog.Int64("orphans_reaped", orphans),
 	}
 	if res.Signal != "" {
 		attrs = append(attrs, slog.String("signal", res.Signal))

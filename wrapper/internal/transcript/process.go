@@ -188,25 +188,15 @@ func parseRecord(data []byte) (record, error) {
 func (t *Tailer) handleRecord(src source, r *record) {
 	if r.UUID != "" {
 		// Resumed sessions repeat lines; a uuid names one line.
-		if _, dup := t.seenUUID[r.UUID]; dup {
-			t.log.Debug("duplicate transcript line skipped", slog.String("uuid", r.UUID))
+		if !t.seenUUID.firstTime(r.UUID) {
+			t.log.Debug("duplicate transcript line skipped", slog.String("uuid", t.clean(r.UUID)))
 			return
 		}
-		t.seenUUID[r.UUID] = struct{}{}
 	}
 	switch r.Type {
 	case "user", "assistant":
 		if r.Type == "assistant" && r.Message.ID != "" {
-			t.mu.Lock()
-			if _, ok := t.usage[r.Message.ID]; !ok {
-				t.sum.Turns++
-			}
-			if r.Message.Usage != nil {
-				t.usage[r.Message.ID] = *r.Message.Usage
-			} else if _, ok := t.usage[r.Message.ID]; !ok {
-				t.usage[r.Message.ID] = usage{}
-			}
-			t.mu.Unlock()
+			t.messageUsage(r.Message.ID, r.Message.Usage)
 		}
 		switch {
 		case r.prompt.set:
@@ -229,15 +219,36 @@ func (t *Tailer) handleRecord(src source, r *record) {
 	}
 }
 
+// messageUsage counts a turn for a message id not seen before and keeps the totals at the sum of
+// the last usage seen per message.
+func (t *Tailer) messageUsage(id string, u *usage) {
+	h := hashKey(id)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	old, seen := t.usage.get(h)
+	if !seen {
+		t.sum.Turns++
+	}
+	if u == nil {
+		if !seen {
+			t.usage.put(h, usage{})
+		}
+		return
+	}
+	t.sum.InputTokens += u.InputTokens - old.InputTokens
+	t.sum.OutputTokens += u.OutputTokens - old.OutputTokens
+	t.sum.CacheTokens += u.CacheReadInputTokens - old.CacheReadInputTokens
+	t.usage.put(h, *u)
+}
+
 func (t *Tailer) handleBlock(src source, r *record, b *block) {
 	switch b.Type {
 	case "tool_use":
 		if b.ID != "" {
-			if _, dup := t.seenTool[b.ID]; dup {
-				t.log.Debug("duplicate tool_use skipped", slog.String("tool_use_id", b.ID))
+			if !t.seenTool.firstTime(b.ID) {
+				t.log.Debug("duplicate tool_use skipped", slog.String("tool_use_id", t.clean(b.ID)))
 				return
 			}
-			t.seenTool[b.ID] = struct{}{}
 		}
 		t.mu.Lock()
 		t.sum.ToolUses++
@@ -350,10 +361,9 @@ func (t *Tailer) processOversize(src source, head []byte, total int64) {
 	h := walkHead(head)
 	r := &record{Type: h.typ, UUID: h.uuid, Subtype: h.subtype, Message: message{ID: h.messageID}}
 	if r.UUID != "" {
-		if _, dup := t.seenUUID[r.UUID]; dup {
+		if !t.seenUUID.firstTime(r.UUID) {
 			return
 		}
-		t.seenUUID[r.UUID] = struct{}{}
 	}
 	attrs := []slog.Attr{slog.Bool("truncated", true), slog.Int64("line_bytes", total)}
 	if h.typ == "" {
@@ -367,10 +377,9 @@ func (t *Tailer) processOversize(src source, head []byte, total int64) {
 	switch h.blockType {
 	case "tool_use":
 		if h.blockID != "" {
-			if _, dup := t.seenTool[h.blockID]; dup {
+			if !t.seenTool.firstTime(h.blockID) {
 				return
 			}
-			t.seenTool[h.blockID] = struct{}{}
 		}
 		t.mu.Lock()
 		t.sum.ToolUses++

@@ -18,15 +18,9 @@ type Summary struct {
 }
 
 // Summary returns the totals so far. Token usage is taken once per assistant message id (every
-// line of a message repeats it).
+// line of a message repeats it; the last one seen counts).
 func (t *Tailer) Summary() Summary {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	s := t.sum
-	for _, u := range t.usage {
-		s.InputTokens += u.InputTokens
-		s.OutputTokens += u.OutputTokens
-		s.CacheTokens += u.CacheReadInputTokens
-	}
-	return s
+	return t.sum
 }

@@ -61,6 +61,7 @@ type Tailer struct {
 	issueCounter  InternalIssueCounter
 	interval      time.Duration
 	maxLine       int64
+	maxKeys       int
 
 	// Owned by the goroutine running Run (or by the caller of the unexported helpers in tests).
 	mainDir  string
@@ -69,13 +70,13 @@ type Tailer struct {
 	readBuf  []byte
 	lineBuf  []byte
 	headBuf  []byte
-	seenUUID map[string]struct{}
-	seenTool map[string]struct{}
+	seenUUID keySet
+	seenTool keySet
 	counters map[string]prometheus.Counter
 
 	mu      sync.Mutex
-	sum     Summary
-	usage   map[string]usage
+	sum     Summary            // token totals included, so a forgotten message keeps its tokens
+	usage   *boundedMap[usage] // the last usage seen per assistant message id
 	heart   atomic.Int64
 	running atomic.Bool
 }
@@ -137,6 +138,16 @@ func WithMaxLineBytes(n int64) Option {
 	}
 }
 
+// WithMaxDedupeKeys sets how many keys each dedupe table remembers (values <= 0 are ignored;
+// default MaxDedupeKeys).
+func WithMaxDedupeKeys(n int) Option {
+	return func(t *Tailer) {
+		if n > 0 {
+			t.maxKeys = n
+		}
+	}
+}
+
 // isNil reports a nil interface or an interface holding a nil *prometheus.CounterVec, the one
 // typed nil a caller can realistically pass (an unset Metrics field).
 func isNil(c interface {
@@ -158,15 +169,15 @@ func New(root, sessionID string, opts ...Option) *Tailer {
 		red:       redact.New(),
 		interval:  DefaultPollInterval,
 		maxLine:   DefaultMaxLineBytes,
+		maxKeys:   MaxDedupeKeys,
 		files:     map[string]*fileTail{},
-		seenUUID:  map[string]struct{}{},
-		seenTool:  map[string]struct{}{},
 		counters:  map[string]prometheus.Counter{},
-		usage:     map[string]usage{},
 	}
 	for _, o := range opts {
 		o(t)
 	}
+	t.seenUUID, t.seenTool = newKeySet(t.maxKeys), newKeySet(t.maxKeys)
+	t.usage = newBoundedMap[usage](t.maxKeys)
 	// Every line the tailer logs names its session, once.
 	t.log = t.log.With(slog.String("session_id", sessionID))
 	t.beat()
