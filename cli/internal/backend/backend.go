@@ -5,6 +5,7 @@ package backend
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"tatara.dev/cli/internal/catalog"
+	"tatara.dev/cli/pkg/cabundle"
 )
 
 const (
@@ -44,7 +46,7 @@ func (e *StatusError) Error() string {
 type Client struct {
 	Name    string // memory, chat, operator: used in errors
 	BaseURL string
-	// Token is sent as a bearer token when set (operator only).
+	// Token is sent as a bearer token when set: the Task token, to every backend.
 	Token string
 	// Headers are added to every request (e.g. the calling project and task).
 	Headers map[string]string
@@ -117,4 +119,34 @@ func snippet(b []byte, n int) string {
 		return strings.TrimSpace(string(b)) + "..."
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// TaskClients are the three backends of one Task's cli: each gets the Task token as a bearer
+// (memory and chat review it with the operator, POST /api/v1/tokenreviews) and the identity
+// headers X-Tatara-Project and X-Tatara-Task, which say what the token will be reviewed as.
+// Memory and chat use hc, the operator operatorHC (OperatorHTTPClient); nil is http.DefaultClient.
+func TaskClients(memoryURL, chatURL, operatorURL, project, task, token string, hc, operatorHC *http.Client) map[catalog.Target]*Client {
+	identity := map[string]string{"X-Tatara-Project": project, "X-Tatara-Task": task}
+	return map[catalog.Target]*Client{
+		catalog.TargetMemory:   {Name: "memory", BaseURL: memoryURL, Token: token, Headers: identity, HTTP: hc},
+		catalog.TargetChat:     {Name: "chat", BaseURL: chatURL, Token: token, Headers: identity, HTTP: hc},
+		catalog.TargetOperator: {Name: "operator", BaseURL: operatorURL, Token: token, Headers: identity, HTTP: operatorHC},
+	}
+}
+
+// OperatorHTTPClient is the operator backend's HTTP client. Without a CA bundle it is a plain
+// client (the system roots, should the URL be https). With one (PEM), it trusts exactly the
+// bundle's certificates for the operator, not the system roots: the operator's certificate comes
+// from the cluster's own CA, and nothing else may pose as the operator to collect Task tokens.
+func OperatorHTTPClient(caBundle string) (*http.Client, error) {
+	if caBundle == "" {
+		return &http.Client{}, nil
+	}
+	pool, err := cabundle.Parse([]byte(caBundle))
+	if err != nil {
+		return nil, err
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	return &http.Client{Transport: tr}, nil
 }

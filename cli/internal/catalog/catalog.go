@@ -180,17 +180,19 @@ type ArgError struct {
 
 func (e *ArgError) Error() string { return fmt.Sprintf("argument %q: %s", e.Arg, e.Reason) }
 
-// WithDefaults returns args with every missing FromEnv argument filled from ctx.
+// WithDefaults returns args with every missing FromEnv argument filled from ctx. Missing means
+// absent, null or "": a value of another type is left for Validate to refuse, never replaced by
+// the pod's own task or project (the call would act on the wrong object).
 func (t Tool) WithDefaults(args map[string]any, ctx map[string]string) map[string]any {
 	out := make(map[string]any, len(args)+2)
 	for k, v := range args {
 		out[k] = v
 	}
 	for _, a := range t.Args {
-		if a.FromEnv == "" {
+		if a.FromEnv == "" || ctx[a.FromEnv] == "" {
 			continue
 		}
-		if s, _ := out[a.Name].(string); s == "" && ctx[a.FromEnv] != "" {
+		if v := out[a.Name]; v == nil || v == "" {
 			out[a.Name] = ctx[a.FromEnv]
 		}
 	}

@@ -113,13 +113,30 @@ func TestValidate(t *testing.T) {
 func TestWithDefaults(t *testing.T) {
 	tool, _ := ByName("task_note")
 	ctx := map[string]string{EnvTask: "own-task", EnvProject: "p"}
-	got := tool.WithDefaults(map[string]any{"text": "hi"}, ctx)
-	if got["task"] != "own-task" {
-		t.Errorf("task default = %v, want own-task", got["task"])
+	tests := []struct {
+		name string
+		task any // the agent's value; absent when nil and omit is set
+		omit bool
+		want any
+	}{
+		{name: "absent: the pod's own", omit: true, want: "own-task"},
+		{name: "null: the pod's own", task: nil, want: "own-task"},
+		{name: "empty: the pod's own", task: "", want: "own-task"},
+		{name: "explicit wins", task: "other", want: "other"},
+		// A wrong type is kept so that Validate refuses it by name.
+		{name: "number kept", task: 12345.0, want: 12345.0},
+		{name: "bool kept", task: false, want: false},
 	}
-	got = tool.WithDefaults(map[string]any{"text": "hi", "task": "other"}, ctx)
-	if got["task"] != "other" {
-		t.Errorf("an explicit task must win, got %v", got["task"])
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := map[string]any{"text": "hi"}
+			if !tt.omit {
+				args["task"] = tt.task
+			}
+			if got := tool.WithDefaults(args, ctx)["task"]; got != tt.want {
+				t.Errorf("task = %#v, want %#v", got, tt.want)
+			}
+		})
 	}
 }
 

@@ -107,6 +107,35 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
+// startLogged starts cmd and collects its stderr, JSON lines parsed, until it exits; the channel
+// closes when stderr is drained.
+func startLogged(t *testing.T, cmd *exec.Cmd) (*logLines, <-chan struct{}) {
+	t.Helper()
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	logs := &logLines{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			var rec map[string]any
+			logs.mu.Lock()
+			logs.raw = append(logs.raw, sc.Text())
+			if json.Unmarshal(sc.Bytes(), &rec) == nil {
+				logs.lines = append(logs.lines, rec)
+			}
+			logs.mu.Unlock()
+		}
+	}()
+	return logs, done
+}
+
 type logLines struct {
 	mu    sync.Mutex
 	lines []map[string]any
@@ -143,29 +172,8 @@ func TestHTTPTransportMetricsLogsAndShutdown(t *testing.T) {
 	cmd := exec.Command(tataraBin(t), "mcp", "--transport", "http", "--listen", listen)
 	cmd.Env = append(os.Environ(), "TATARA_TOOL_PROFILE=brainstorm", "TATARA_METRICS_ADDR="+metricsAddr,
 		"TATARA_PROJECT=proj", "TATARA_TASK=task-9", "TATARA_TOKEN="+taskToken)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	logs, logsDone := startLogged(t, cmd)
 	defer func() { _ = cmd.Process.Kill() }()
-	logs := &logLines{}
-	logsDone := make(chan struct{})
-	go func() {
-		defer close(logsDone)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			var rec map[string]any
-			logs.mu.Lock()
-			logs.raw = append(logs.raw, sc.Text())
-			if json.Unmarshal(sc.Bytes(), &rec) == nil {
-				logs.lines = append(logs.lines, rec)
-			}
-			logs.mu.Unlock()
-		}
-	}()
 	waitFor(t, "startup log", func() bool { return logs.find("mcp server started") != nil })
 	start := logs.find("mcp server started")
 	if start["profile"] != "brainstorm" || start["resolved_profile"] != "brainstorm" || start["registered_tools"] != 52.0 || start["level"] != "INFO" {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"syscall"
@@ -36,15 +37,24 @@ const (
 	EnvToken       = "TATARA_TOKEN"
 	EnvProject     = "TATARA_PROJECT"
 	EnvTask        = "TATARA_TASK"
+	// EnvOperatorCABundle is the PEM CA bundle the operator client trusts instead of the system
+	// roots; the operator sets it when its REST API serves TLS with a CA (docs/security.md).
+	EnvOperatorCABundle = "TATARA_OPERATOR_CA_BUNDLE"
 )
 
 type mcpOptions struct {
-	transport   string
-	listen      string
-	toolProfile string
-	metricsAddr string
-	callTimeout time.Duration
+	transport       string
+	listen          string
+	toolProfile     string
+	metricsAddr     string
+	callTimeout     time.Duration
+	maxBodyBytes    int64
+	shutdownTimeout time.Duration
 }
+
+// defaultShutdownTimeout bounds the graceful stop on SIGTERM: in-flight tool calls may finish,
+// open streams are closed at once.
+const defaultShutdownTimeout = 10 * time.Second
 
 func newMCPCommand(logOut io.Writer) *cobra.Command {
 	o := mcpOptions{}
@@ -56,7 +66,8 @@ func newMCPCommand(logOut io.Writer) *cobra.Command {
 The tool profile (--tool-profile, else TATARA_TOOL_PROFILE) selects which tools are registered;
 an empty or unknown profile serves every tool and logs a WARN. Backends come from
 TATARA_MEMORY_URL, TATARA_CHAT_URL and TATARA_OPERATOR_URL (bearer TATARA_TOKEN); task and
-project arguments default to TATARA_TASK and TATARA_PROJECT.`,
+project arguments default to TATARA_TASK and TATARA_PROJECT. With TATARA_OPERATOR_CA_BUNDLE (PEM)
+set, the operator's https URL is verified against that bundle alone.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
@@ -70,6 +81,8 @@ project arguments default to TATARA_TASK and TATARA_PROJECT.`,
 	f.StringVar(&o.toolProfile, "tool-profile", os.Getenv(EnvToolProfile), "tool profile; overrides "+EnvToolProfile)
 	f.StringVar(&o.metricsAddr, "metrics-addr", os.Getenv(EnvMetricsAddr), "address serving /metrics and /healthz (empty disables); defaults to "+EnvMetricsAddr)
 	f.DurationVar(&o.callTimeout, "call-timeout", mcpserver.DefaultCallTimeout, "timeout of one backend call")
+	f.Int64Var(&o.maxBodyBytes, "max-body-bytes", mcpserver.DefaultMaxBodyBytes, "largest request body the HTTP transport reads; a larger one is refused with 413")
+	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", defaultShutdownTimeout, "how long in-flight HTTP requests may run after SIGTERM")
 	return cmd
 }
 
@@ -77,21 +90,27 @@ func runMCP(ctx context.Context, o mcpOptions, log *slog.Logger, stdin io.Reader
 	if o.transport != "stdio" && o.transport != "http" {
 		return fmt.Errorf("invalid --transport %q: want stdio or http", o.transport)
 	}
+	if o.maxBodyBytes <= 0 {
+		return fmt.Errorf("invalid --max-body-bytes %d: want a positive number of bytes", o.maxBodyBytes)
+	}
+	if o.shutdownTimeout <= 0 {
+		return fmt.Errorf("invalid --shutdown-timeout %v: want a positive duration", o.shutdownTimeout)
+	}
+	operatorURL := os.Getenv(EnvOperatorURL)
+	operatorHTTP, err := operatorClient(operatorURL, os.Getenv(EnvOperatorCABundle))
+	if err != nil {
+		return err
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := obs.NewMetrics(reg)
 	metrics.SetBuildInfo(version.Version, version.Revision())
 
 	project, task := os.Getenv(EnvProject), os.Getenv(EnvTask)
-	identity := map[string]string{"X-Tatara-Project": project, "X-Tatara-Task": task}
-	httpClient := &http.Client{}
 	srv := mcpserver.New(mcpserver.Config{
 		Profile: o.toolProfile,
-		Backends: map[catalog.Target]*backend.Client{
-			catalog.TargetMemory:   {Name: "memory", BaseURL: os.Getenv(EnvMemoryURL), Headers: identity, HTTP: httpClient},
-			catalog.TargetChat:     {Name: "chat", BaseURL: os.Getenv(EnvChatURL), Headers: identity, HTTP: httpClient},
-			catalog.TargetOperator: {Name: "operator", BaseURL: os.Getenv(EnvOperatorURL), Token: os.Getenv(EnvToken), HTTP: httpClient},
-		},
+		Backends: backend.TaskClients(os.Getenv(EnvMemoryURL), os.Getenv(EnvChatURL), operatorURL,
+			project, task, os.Getenv(EnvToken), &http.Client{}, operatorHTTP),
 		Context:     map[string]string{catalog.EnvProject: project, catalog.EnvTask: task},
 		CallTimeout: o.callTimeout,
 		Version:     version.Version,
@@ -111,24 +130,11 @@ func runMCP(ctx context.Context, o mcpOptions, log *slog.Logger, stdin io.Reader
 		defer func() { _ = ln.Close() }()
 	}
 
-	var metricsSrv *http.Server
-	if o.metricsAddr != "" {
-		ln, err := net.Listen("tcp", o.metricsAddr)
-		if err != nil {
-			return fmt.Errorf("failed to listen for metrics on %q: %w", o.metricsAddr, err)
-		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
-		metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		go func() { _ = metricsSrv.Serve(ln) }()
-		log.Info("metrics server listening", "addr", ln.Addr().String())
+	stopMetrics, err := startMetrics(o.metricsAddr, reg, log)
+	if err != nil {
+		return err
 	}
-	defer func() {
-		if metricsSrv != nil {
-			shutdown(metricsSrv)
-		}
-	}()
+	defer stopMetrics()
 
 	startup := []any{"profile", o.toolProfile, "resolved_profile", srv.ResolvedProfile,
 		"registered_tools", len(srv.Tools), "transport", o.transport, "version", version.Version, "project", project, "task", task}
@@ -143,19 +149,63 @@ func runMCP(ctx context.Context, o mcpOptions, log *slog.Logger, stdin io.Reader
 	}
 
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", server.NewStreamableHTTPServer(srv.MCP, server.WithEndpointPath("/mcp")))
 	httpSrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	mcpHandler := srv.NewHTTPHandler(mcpserver.HTTPConfig{Server: httpSrv, MaxBodyBytes: o.maxBodyBytes, LimitSetting: "--max-body-bytes"})
+	mux.Handle("/mcp", mcpHandler)
 	errc := make(chan error, 1)
 	go func() { errc <- httpSrv.Serve(mcpListener) }()
 	log.Info("mcp server started", append(startup, "listen", "http://"+mcpListener.Addr().String()+"/mcp")...)
 	select {
 	case <-ctx.Done():
 		log.Info("mcp server stopping", "reason", context.Cause(ctx).Error())
-		shutdown(httpSrv)
+		// The MCP sessions and their open GET streams end first: a stream never goes idle, so
+		// a plain http.Server.Shutdown would wait the whole timeout for it.
+		sctx, cancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
+		defer cancel()
+		if err := mcpHandler.Shutdown(sctx); err != nil {
+			log.Warn("mcp server did not stop gracefully", "error", err.Error(), "timeout", o.shutdownTimeout.String())
+		}
+		log.Info("mcp server stopped")
 		return nil
 	case err := <-errc:
 		return fmt.Errorf("failed to serve MCP on %q: %w", o.listen, err)
 	}
+}
+
+// operatorClient is the operator backend's HTTP client. A CA bundle that does not parse, or one
+// given with a plain-HTTP operator URL (the bundle would be ignored and the Task token sent in
+// clear), stops the cli at start instead of failing every operator tool later.
+func operatorClient(operatorURL, caBundle string) (*http.Client, error) {
+	hc, err := backend.OperatorHTTPClient(caBundle)
+	if err != nil {
+		return nil, fmt.Errorf("invalid %s: %w", EnvOperatorCABundle, err)
+	}
+	if caBundle != "" && operatorURL != "" {
+		if u, err := url.Parse(operatorURL); err != nil || u.Scheme != "https" {
+			return nil, fmt.Errorf("%s is set but %s %q is not an https URL", EnvOperatorCABundle, EnvOperatorURL, operatorURL)
+		}
+	}
+	return hc, nil
+}
+
+// startMetrics serves reg's /metrics and a /healthz on addr until the returned stop is called;
+// an empty addr serves nothing. Both commands start it after their main listener, so a passing
+// probe on /healthz means the main port accepts connections.
+func startMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (stop func(), err error) {
+	if addr == "" {
+		return func() {}, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("failed to listen for metrics on %q: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	log.Info("metrics server listening", "addr", ln.Addr().String())
+	return func() { shutdown(srv) }, nil
 }
 
 func shutdown(s *http.Server) {

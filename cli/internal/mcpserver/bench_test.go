@@ -32,8 +32,24 @@ func listTokens(tb testing.TB, h *harness, enc tokenizer.Codec) (int, int) {
 	return len(raw), n
 }
 
+// schemaTokenBudget is the o200k token target of the fail-open tools/list (all 63 tools).
+const schemaTokenBudget = 7000
+
+// TestSchemaTokenBudget holds the target BenchmarkSchemaTokens reports: every schema byte is
+// paid by every model request of every agent.
+func TestSchemaTokenBudget(t *testing.T) {
+	enc, err := tokenizer.Get(tokenizer.O200kBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, "")
+	if _, tokens := listTokens(t, h, enc); tokens > schemaTokenBudget {
+		t.Errorf("fail-open tools/list = %d o200k tokens, over the %d budget", tokens, schemaTokenBudget)
+	}
+}
+
 // BenchmarkSchemaTokens prints the tools/list size of every profile in bytes and o200k tokens
-// and as a ratio to fail-open. Target: fail-open (all 63) <= 7,000 tokens.
+// and as a ratio to fail-open. Target: fail-open (all 63) <= schemaTokenBudget.
 func BenchmarkSchemaTokens(b *testing.B) {
 	enc, err := tokenizer.Get(tokenizer.O200kBase)
 	if err != nil {

@@ -1,9 +1,12 @@
 package mcpserver
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"tatara.dev/cli/internal/catalog"
 )
@@ -83,6 +86,7 @@ var contracts = []contract{
 	{"task_note", `{"task":"t2","text":"t"}`, "operator", "POST /api/v1/tasks/t2/notes", `{"text":"t"}`},
 	{"subtask_create", `{"kind":"review","repo":"r","directive":"d"}`, "operator", "POST /api/v1/tasks/task-1/subtasks", `{"directive":"d","kind":"review","repo":"r"}`},
 	{"subtask_create", `{"task":"t2","kind":"implement","repo":"r","directive":"d"}`, "operator", "POST /api/v1/tasks/t2/subtasks", `{"directive":"d","kind":"implement","repo":"r"}`},
+	{"subtask_create", `{"kind":"review","repo":"r","directive":"review my branch","ref":"tatara/task-1"}`, "operator", "POST /api/v1/tasks/task-1/subtasks", `{"directive":"review my branch","kind":"review","ref":"tatara/task-1","repo":"r"}`},
 	{"subtask_list", `{}`, "operator", "GET /api/v1/tasks/task-1/subtasks", ""},
 	{"subtask_list", `{"task":"t2"}`, "operator", "GET /api/v1/tasks/t2/subtasks", ""},
 	{"subtask_get", `{"subtask":"s1"}`, "operator", "GET /api/v1/tasks/task-1/subtasks/s1", ""},
@@ -163,12 +167,9 @@ func TestBackendContracts(t *testing.T) {
 			if !jsonEqual(got.Body, c.body) {
 				t.Errorf("body = %s, want %s", got.Body, c.body)
 			}
-			wantAuth := ""
-			if c.backend == "operator" {
-				wantAuth = "Bearer secret-token"
-			}
-			if got.Auth != wantAuth {
-				t.Errorf("Authorization = %q, want %q (the token goes to the operator only)", got.Auth, wantAuth)
+			// Every backend gets the Task token, which memory and chat review with the operator.
+			if got.Auth != "Bearer secret-token" {
+				t.Errorf("Authorization = %q, want the Task token as a bearer", got.Auth)
 			}
 		})
 	}
@@ -201,4 +202,58 @@ func jsonEqual(a, b string) bool {
 	xb, _ := json.Marshal(x)
 	yb, _ := json.Marshal(y)
 	return string(xb) == string(yb)
+}
+
+// The schemas a client sees and what the server accepts agree: every inputSchema closes its
+// properties (additionalProperties: false) and the server refuses an undeclared property.
+func TestInputSchemasAreClosed(t *testing.T) {
+	h := newHarness(t, "")
+	res, err := h.client.ListTools(context.Background(), mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Tools) != len(catalog.All()) {
+		t.Fatalf("tools/list = %d tools, want %d", len(res.Tools), len(catalog.All()))
+	}
+	for _, tool := range res.Tools {
+		t.Run(tool.Name, func(t *testing.T) {
+			var schema map[string]any
+			raw, _ := json.Marshal(tool.InputSchema)
+			if err := json.Unmarshal(raw, &schema); err != nil {
+				t.Fatal(err)
+			}
+			if ap, ok := schema["additionalProperties"]; !ok || ap != false {
+				t.Errorf("inputSchema additionalProperties = %v (present=%t), want false: %s", ap, ok, raw)
+			}
+			args := validArgs(t, tool.Name)
+			args["not_declared"] = "x"
+			call := h.call(t, tool.Name, args)
+			if !call.IsError || !strings.Contains(resultText(call), `"not_declared": is not an argument of `+tool.Name) {
+				t.Errorf("an undeclared property: isError=%t %q", call.IsError, resultText(call))
+			}
+			if seen := h.backend.take(); len(seen) != 0 {
+				t.Errorf("an undeclared property reached the backend: %+v", seen)
+			}
+		})
+	}
+}
+
+// validArgs returns a valid call's arguments: the tool's first contract row, or for the local
+// report_internal_issue a minimal report.
+func validArgs(t *testing.T, tool string) map[string]any {
+	t.Helper()
+	if tool == catalog.ReportInternalIssue {
+		return map[string]any{"category": "other", "description": "d"}
+	}
+	for _, c := range contracts {
+		if c.tool == tool {
+			var args map[string]any
+			if err := json.Unmarshal([]byte(c.args), &args); err != nil {
+				t.Fatal(err)
+			}
+			return args
+		}
+	}
+	t.Fatalf("no contract row for %s", tool)
+	return nil
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"tatara.dev/cli/internal/backend"
@@ -72,12 +71,8 @@ func newBackends(t testing.TB) *backends {
 }
 
 func (b *backends) clients(token string) map[catalog.Target]*backend.Client {
-	identity := map[string]string{"X-Tatara-Project": "proj", "X-Tatara-Task": "task-1"}
-	return map[catalog.Target]*backend.Client{
-		catalog.TargetMemory:   {Name: "memory", BaseURL: b.servers[catalog.TargetMemory].URL, Headers: identity},
-		catalog.TargetChat:     {Name: "chat", BaseURL: b.servers[catalog.TargetChat].URL, Headers: identity},
-		catalog.TargetOperator: {Name: "operator", BaseURL: b.servers[catalog.TargetOperator].URL, Token: token},
-	}
+	return backend.TaskClients(b.servers[catalog.TargetMemory].URL, b.servers[catalog.TargetChat].URL,
+		b.servers[catalog.TargetOperator].URL, "proj", "task-1", token, nil, nil)
 }
 
 func (b *backends) take() []recorded {
@@ -132,7 +127,7 @@ func newHarness(t testing.TB, profile string, mutate ...func(*Config)) *harness 
 	}
 	h.srv = New(cfg)
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", server.NewStreamableHTTPServer(h.srv.MCP, server.WithEndpointPath("/mcp")))
+	mux.Handle("/mcp", h.srv.NewHTTPHandler(HTTPConfig{})) // the transport tatara mcp serves
 	httpSrv := httptest.NewServer(mux)
 	t.Cleanup(httpSrv.Close)
 

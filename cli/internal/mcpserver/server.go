@@ -135,7 +135,9 @@ func ToMCPTool(t catalog.Tool) mcp.Tool {
 	return mcp.Tool{
 		Name:        t.Name,
 		Description: t.Description,
-		InputSchema: mcp.ToolInputSchema{Type: "object", Properties: props, Required: required, PropertyOrder: order},
+		// Closed: catalog.Validate refuses an undeclared argument, and the schema says so.
+		InputSchema: mcp.ToolInputSchema{Type: "object", Properties: props, Required: required, PropertyOrder: order,
+			AdditionalProperties: false},
 		Annotations: mcp.ToolAnnotation{
 			ReadOnlyHint:    mcp.ToBoolPtr(t.Hints.ReadOnly),
 			DestructiveHint: mcp.ToBoolPtr(t.Hints.Destructive),

@@ -232,3 +232,41 @@ func TestWaitToolExtendsTimeout(t *testing.T) {
 		t.Errorf("a plain call slower than --call-timeout must time out: isError=%t %q", res.IsError, resultText(res))
 	}
 }
+
+// A task or project argument of the wrong type is the agent's mistake, not an omission: it must
+// be refused with an error naming the field, never replaced by the pod's own task or project
+// (a comment meant for another task would land on this one's merge request).
+func TestWrongTypedDefaultedArgumentsAreRefused(t *testing.T) {
+	h := newHarness(t, "")
+	wrong := []struct {
+		name  string
+		value any
+	}{{"number", 12345}, {"bool", true}, {"array", []any{"t2"}}, {"object", map[string]any{"name": "t2"}}}
+	checked := 0
+	for _, tool := range catalog.All() {
+		for _, a := range tool.Args {
+			if a.FromEnv == "" {
+				continue
+			}
+			checked++
+			for _, w := range wrong {
+				t.Run(tool.Name+"/"+a.Name+"="+w.name, func(t *testing.T) {
+					// A call that is valid but for this one argument, e.g. comment {"task":12345,"body":"b"}.
+					args := validArgs(t, tool.Name)
+					args[a.Name] = w.value
+					res := h.call(t, tool.Name, args)
+					want := `argument "` + a.Name + `": must be a string`
+					if !res.IsError || !strings.Contains(resultText(res), want) {
+						t.Errorf("isError=%t %q, want an error containing %q", res.IsError, resultText(res), want)
+					}
+					if seen := h.backend.take(); len(seen) != 0 {
+						t.Errorf("a wrong-typed %s reached the backend: %+v", a.Name, seen)
+					}
+				})
+			}
+		}
+	}
+	if checked < 20 {
+		t.Fatalf("only %d defaulted arguments in the catalog; the test expects the ~20 task/project arguments", checked)
+	}
+}

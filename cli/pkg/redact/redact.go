@@ -1,5 +1,7 @@
-// Package redact removes secrets (bearer credentials, tokens, API keys and the Task token's literal
-// value) from text before the cli or the wrapper logs it. Whatever an agent sends (a report's
+// Package redact removes secrets (bearer credentials, tokens, API keys, the Task token) from text
+// before the cli or the wrapper logs it. The Task token has a shape of its own, tatara_ and 64
+// lower-case hex characters (the operator's internal/token), so it is masked by that shape even
+// where its value is unknown: the wrapper never gets it. Whatever an agent sends (a report's
 // description, a transcript line) carries what the model and its tools saw, so it is treated as
 // hostile to the log pipeline. It lives in the cli module, beside pkg/profiles, so both binaries mask
 // the same shapes.
@@ -30,6 +32,9 @@ var patterns = []*regexp.Regexp{
 	// Well-known key formats: Anthropic/OpenAI (sk-...), GitHub (ghp_, gho_, ghs_, ghu_, ghr_,
 	// github_pat_), GitLab (glpat-), Slack (xox?-), AWS access key ids, Google API keys.
 	regexp.MustCompile(`\b(?:sk-[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{16,}|xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{35})`),
+	// The Task token (tatara_ and 64 hex characters), wherever it is glued: the prefix stays to say
+	// what was removed.
+	regexp.MustCompile(`(tatara_)[0-9a-f]{64}`),
 	// PEM private keys.
 	regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----(?s:.*?)(?:-----END [A-Z ]*PRIVATE KEY-----|$)`),
 }
@@ -42,7 +47,7 @@ var assignment = regexp.MustCompile(`(?i)(\b[a-z0-9_]*(?:token|api[_-]?key|apike
 // pattern, which keeps the per-log-line cost to one pass over short strings.
 var triggers = []string{
 	"bearer", "basic", "token", "key", "secret", "passw", "authorization", "credential",
-	"sk-", "ghp_", "gho_", "ghs_", "ghu_", "ghr_", "github_pat_", "glpat-", "xox", "akia", "aiza", "-----begin",
+	"sk-", "ghp_", "gho_", "ghs_", "ghu_", "ghr_", "github_pat_", "glpat-", "xox", "akia", "aiza", "-----begin", "tatara_",
 }
 
 // Redactor masks secrets. The zero value masks shapes only; New adds literal values.

@@ -1,6 +1,6 @@
 // Package testutil holds the helpers the tests of every module of the workspace share: BuildBinary
 // builds a main package of the workspace once per test process, SyncBuffer collects what a process
-// or a logger writes while the test reads it.
+// or a logger writes while the test reads it, CA issues throwaway TLS certificates.
 //
 // Only tests import this package (_test.go files and test helper packages): it imports testing,
 // and no binary of the repository may link it.
