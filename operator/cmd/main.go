@@ -17,13 +17,18 @@ import (
 func main() {
 	var opts manager.Options
 	var level slog.Level
+	var agentNamespaces string
 	flag.StringVar(&opts.MetricsAddr, "metrics-bind-address", ":8080", "address of /metrics (\"0\" disables)")
 	flag.StringVar(&opts.ProbeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	flag.StringVar(&opts.APIAddr, "api-bind-address", ":8082", "address of the REST API for agent tools")
+	flag.StringVar(&opts.APITLSCertDir, "api-tls-cert-dir", "",
+		"directory holding tls.crt and tls.key (a mounted kubernetes.io/tls Secret) for the REST API to serve HTTPS, reloaded when they change; its ca.crt, if any, is given to agent pods as TATARA_OPERATOR_CA_BUNDLE, and --operator-url must be https (empty: plain HTTP)")
 	flag.BoolVar(&opts.LeaderElection, "leader-elect", false, "enable leader election (run with more than one replica)")
 	flag.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader-election lease (default: in-cluster namespace)")
 	flag.StringVar(&opts.Controller.RuntimeNamespace, "runtime-namespace", envOr("POD_NAMESPACE", "tatara-system"),
 		"namespace of the tatara-cli-runtime and tatara-wrapper-runtime ConfigMaps (default: $POD_NAMESPACE)")
+	flag.StringVar(&agentNamespaces, "agent-namespaces", "",
+		"comma-separated namespaces of the Projects and Tasks to serve; the cache watches Tasks, Projects, agent pods and Secrets only there (empty: every namespace, for development)")
 	flag.StringVar(&opts.Controller.OperatorURL, "operator-url", "http://tatara-operator.tatara-system.svc:8082", "TATARA_OPERATOR_URL given to agent pods")
 	flag.StringVar(&opts.Controller.MemoryURL, "memory-url", "", "TATARA_MEMORY_URL given to agent pods")
 	flag.StringVar(&opts.Controller.ChatURL, "chat-url", "", "TATARA_CHAT_URL given to agent pods")
@@ -31,6 +36,7 @@ func main() {
 	flag.Int64Var(&opts.MaxBodyBytes, "api-max-body-bytes", 16<<10, "largest REST request body accepted (413 above)")
 	flag.TextVar(&level, "log-level", slog.LevelInfo, "log level: DEBUG, INFO, WARN or ERROR")
 	flag.Parse()
+	opts.AgentNamespaces = manager.ParseNamespaces(agentNamespaces)
 
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	ctrl.SetLogger(logr.FromSlogHandler(log.Handler()))
@@ -47,8 +53,8 @@ func main() {
 		log.Error("failed to set up operator", "error", err)
 		os.Exit(1)
 	}
-	log.Info("starting operator", "runtimeNamespace", opts.Controller.RuntimeNamespace, "api", opts.APIAddr,
-		"leaderElection", opts.LeaderElection, "cliRuntimeConfigMap", controller.CLIRuntimeConfigMap)
+	log.Info("starting operator", "runtimeNamespace", opts.Controller.RuntimeNamespace, "agentNamespaces", opts.AgentNamespaces, "api", opts.APIAddr,
+		"apiTLS", opts.APITLSCertDir != "", "leaderElection", opts.LeaderElection, "cliRuntimeConfigMap", controller.CLIRuntimeConfigMap)
 	if err := op.Start(ctx); err != nil {
 		log.Error("operator stopped with an error", "error", err)
 		os.Exit(1)

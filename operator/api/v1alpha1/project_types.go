@@ -2,10 +2,13 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // ProjectRepo is one source repository a Project's agents work on.
+// +kubebuilder:validation:XValidation:rule="!self.url.matches('^[a-zA-Z][a-zA-Z0-9+.-]*://[^/]*@') || self.url.startsWith('ssh://')",message="url must not carry credentials (user:token@): reference a Secret with credentials.secretName"
+// +kubebuilder:validation:XValidation:rule="!has(self.push) || self.url.startsWith('https://') || self.url.startsWith('http://')",message="push needs an http(s) url: the agent pushes through the pod's git gateway, which speaks smart HTTP"
 type ProjectRepo struct {
 	// Name is the short name Tasks and agents use to refer to the repo (e.g. "operator").
 	// +kubebuilder:validation:MinLength=1
@@ -13,13 +16,82 @@ type ProjectRepo struct {
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9._-]*$`
 	Name string `json:"name"`
 
-	// URL is the clone URL of the repo.
+	// URL is the clone URL of the repo: https://, http://, ssh:// or user@host:path.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
 	URL string `json:"url"`
 
 	// DefaultBranch is the branch agents start from; empty means the remote's default.
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_][A-Za-z0-9._/-]*$`
 	// +optional
 	DefaultBranch string `json:"defaultBranch,omitempty"`
+
+	// Credentials the workspace-init container clones with. Without them the clone is anonymous.
+	// +optional
+	Credentials *RepoCredentials `json:"credentials,omitempty"`
+
+	// Push, when set, lets the agent push its work to the branch tatara/<task> (and branches under
+	// it) through the pod's git gateway, which alone holds the push credential.
+	// +optional
+	Push *RepoPush `json:"push,omitempty"`
+}
+
+// RepoCredentials references a Secret in the Project's namespace that only the workspace-init
+// container mounts; the agent container never sees it. For an http(s) url the Secret holds
+// "token" (sent as the password of HTTP Basic auth by a git credential helper, never in the URL
+// or argv) and optionally "username" (default x-access-token); for an ssh url (ssh:// or
+// user@host:path) it holds "ssh-privatekey" and "known_hosts" (host keys are always checked).
+type RepoCredentials struct {
+	// SecretName is the Secret's name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	SecretName string `json:"secretName"`
+}
+
+// RepoPush references the Secret with the push credential ("token", sent with the user name
+// x-access-token, which GitHub, GitLab and Gitea accept with a token), mounted only into the
+// git-gateway sidecar. The gateway forwards the agent's pushes to url and refuses
+// any ref update outside refs/heads/tatara/<task>, deletions and tags.
+type RepoPush struct {
+	// SecretName is the Secret's name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	SecretName string `json:"secretName"`
+}
+
+// AgentStorage holds the size limits of the agent pod's emptyDir volumes.
+type AgentStorage struct {
+	// Workspace is the limit of /workspace, where the repository is cloned and the agent works.
+	// +kubebuilder:default="10Gi"
+	// +optional
+	Workspace *resource.Quantity `json:"workspace,omitempty"`
+	// Home is the limit of the agent's HOME (its config, caches and transcripts).
+	// +kubebuilder:default="2Gi"
+	// +optional
+	Home *resource.Quantity `json:"home,omitempty"`
+	// Tmp is the limit of /tmp, shared by the agent and the cli sidecar.
+	// +kubebuilder:default="1Gi"
+	// +optional
+	Tmp *resource.Quantity `json:"tmp,omitempty"`
+}
+
+// ProjectWorkspace holds how the workspace-init container prepares /workspace.
+type ProjectWorkspace struct {
+	// CloneDepth is the number of commits fetched (git clone --depth); 0 fetches the whole history.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100000
+	// +optional
+	CloneDepth *int32 `json:"cloneDepth,omitempty"`
+
+	// TimeoutSeconds bounds the clone; past it the Task fails with WorkspaceFailed/Timeout and the
+	// agent never starts.
+	// +kubebuilder:default=300
+	// +kubebuilder:validation:Minimum=10
+	// +kubebuilder:validation:Maximum=3600
+	// +optional
+	TimeoutSeconds int32 `json:"timeoutSeconds,omitempty"`
 }
 
 // ToolSearchMode is a value of the agent CLI's ENABLE_TOOL_SEARCH.
@@ -61,10 +133,24 @@ type ProjectAgent struct {
 	ToolSearch ToolSearchMode `json:"toolSearch,omitempty"`
 
 	// ExtraEnvs are appended LAST to both containers' env, so an entry named like a Tatara
-	// variable (e.g. TATARA_TOOL_PROFILE) overrides the operator's value: the kubelet keeps
-	// the later of two entries with the same name.
+	// variable overrides the operator's value: the kubelet keeps the later of two entries with
+	// the same name. Of the TATARA_ names only TATARA_TOOL_PROFILE (the documented override of
+	// the kind's profile) and TATARA_WRAPPER_* (the wrapper's own settings) are accepted: the
+	// others carry the Task's identity, token and backends, which a Project must not redirect.
+	// A value may come only from a Secret or ConfigMap key (secretKeyRef, configMapKeyRef).
+	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:XValidation:rule="self.all(e, !e.name.startsWith('TATARA_') || e.name == 'TATARA_TOOL_PROFILE' || e.name.startsWith('TATARA_WRAPPER_'))",message="extraEnvs may not set TATARA_* variables other than TATARA_TOOL_PROFILE and TATARA_WRAPPER_*: they carry the Task's identity, token and backends"
+	// +kubebuilder:validation:XValidation:rule="self.all(e, !has(e.valueFrom) || ((has(e.valueFrom.secretKeyRef) || has(e.valueFrom.configMapKeyRef)) && !has(e.valueFrom.fieldRef) && !has(e.valueFrom.resourceFieldRef)))",message="extraEnvs valueFrom may only be a secretKeyRef or a configMapKeyRef"
 	// +optional
 	ExtraEnvs []corev1.EnvVar `json:"extraEnvs,omitempty"`
+
+	// RuntimeClassName of the agent pod, e.g. gvisor or kata: a sandboxed runtime puts a kernel
+	// boundary between the agent's code and the node (docs/security.md recommends one for
+	// untrusted agents). Empty means the cluster's default runtime.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +optional
+	RuntimeClassName string `json:"runtimeClassName,omitempty"`
 
 	// Resources of the wrapper (agent) container.
 	// +optional
@@ -73,11 +159,44 @@ type ProjectAgent struct {
 	// ServiceAccountName the agent pod runs as; empty means the namespace's default.
 	// +optional
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+
+	// ActiveDeadlineSeconds bounds how long an agent pod may run, init containers included (the
+	// pod's activeDeadlineSeconds): past it the kubelet stops the pod and the Task fails with
+	// reason DeadlineExceeded.
+	// +kubebuilder:default=14400
+	// +kubebuilder:validation:Minimum=60
+	// +kubebuilder:validation:Maximum=604800
+	// +optional
+	ActiveDeadlineSeconds int64 `json:"activeDeadlineSeconds,omitempty"`
+
+	// Storage bounds the agent pod's scratch volumes (emptyDir sizeLimit): the kubelet evicts a
+	// pod that writes past one, and the Task fails with reason Evicted.
+	// +kubebuilder:default={}
+	// +optional
+	Storage AgentStorage `json:"storage,omitempty"`
+
+	// ---- Pod loss (the Task controller's retry policy) ----
+
+	// RetryOnPodLoss lets a Task run a second agent pod when its first one is lost before it
+	// finished: deleted, evicted, lost with its node, or gone without a trace. The retry starts
+	// once the lost pod is gone, with a fresh token. Default false: the Task fails with the loss's
+	// reason. A pod that failed on its own (exit code, init container, deadline) is never retried.
+	// An agent may have pushed or commented before its pod was lost, so retry only Tasks whose
+	// directives can run twice.
+	// +optional
+	RetryOnPodLoss bool `json:"retryOnPodLoss,omitempty"`
+
+	// ---- end of pod loss ----
 }
+
+// MaxAttemptsWithRetry is how many agent pods a Task may get when its Project sets
+// spec.agent.retryOnPodLoss: the first and one retry.
+const MaxAttemptsWithRetry = 2
 
 // ProjectSpec defines the desired state of a Project.
 type ProjectSpec struct {
 	// Repos are the repositories of the Project.
+	// +kubebuilder:validation:MaxItems=100
 	// +listType=map
 	// +listMapKey=name
 	// +optional
@@ -86,7 +205,22 @@ type ProjectSpec struct {
 	// Agent holds the agent pod settings.
 	// +optional
 	Agent ProjectAgent `json:"agent,omitempty"`
+
+	// Workspace holds how a Task's repo is cloned into the agent pod.
+	// +optional
+	Workspace ProjectWorkspace `json:"workspace,omitempty"`
+
+	// MaxActiveTasks bounds the Project's Tasks that are not yet Succeeded, Failed or Cancelled;
+	// subtask_create past it is refused with 429 and nothing is created.
+	// +kubebuilder:default=50
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10000
+	// +optional
+	MaxActiveTasks int32 `json:"maxActiveTasks,omitempty"`
 }
+
+// DefaultMaxActiveTasks applies to a Project stored before the field had a default.
+const DefaultMaxActiveTasks = 50
 
 // ProjectStatus defines the observed state of a Project. Nothing is recorded here yet: what keeps
 // a Project's Tasks from running (ProjectNotFound, RepoNotFound, RuntimeConfigMissing, ...) is each
@@ -117,11 +251,14 @@ type ProjectList struct {
 }
 
 // HasRepo reports whether the Project lists a repo of that name.
-func (p *Project) HasRepo(name string) bool {
-	for _, r := range p.Spec.Repos {
-		if r.Name == name {
-			return true
+func (p *Project) HasRepo(name string) bool { return p.Repo(name) != nil }
+
+// Repo returns the Project's repo of that name, or nil.
+func (p *Project) Repo(name string) *ProjectRepo {
+	for i := range p.Spec.Repos {
+		if p.Spec.Repos[i].Name == name {
+			return &p.Spec.Repos[i]
 		}
 	}
-	return false
+	return nil
 }

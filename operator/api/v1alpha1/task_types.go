@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // TaskKind is what a Task asks its agent to do; it selects the agent's tool profile and
@@ -72,28 +73,48 @@ type TaskCancel struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// TaskSpec defines the desired state of a Task.
+// TaskSpec defines the desired state of a Task. Every field but cancel is immutable: the agent pod
+// is built from them once (kind: tool profile and the REST API's authorization; projectRef, repo
+// and ref: the workspace and credentials; directive: the agent's prompt; parent: who may read and
+// cancel the Task as its subtask), so a later change would either do nothing or make the Task's
+// record disagree with what its pod runs and is allowed.
+// +kubebuilder:validation:XValidation:rule="has(self.ref) == has(oldSelf.ref) && (!has(self.ref) || self.ref == oldSelf.ref)",message="ref is immutable"
+// +kubebuilder:validation:XValidation:rule="has(self.repo) == has(oldSelf.repo) && (!has(self.repo) || self.repo == oldSelf.repo)",message="repo is immutable"
+// +kubebuilder:validation:XValidation:rule="has(self.parent) == has(oldSelf.parent) && (!has(self.parent) || self.parent == oldSelf.parent)",message="parent is immutable"
+// +kubebuilder:validation:XValidation:rule="!has(self.ref) || has(self.repo)",message="ref needs repo: it names a branch, tag or commit of that repo"
 type TaskSpec struct {
-	// Kind of work; selects the agent's tool profile.
+	// Kind of work; selects the agent's tool profile. Immutable.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="kind is immutable"
 	Kind TaskKind `json:"kind"`
 
 	// ProjectRef is the Project the Task belongs to.
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="projectRef is immutable"
 	ProjectRef ProjectReference `json:"projectRef"`
 
-	// Repo is the name of one of the Project's repos.
+	// Repo is the name of one of the Project's repos; the workspace-init container clones it into
+	// /workspace before the agent starts. Immutable.
 	// +optional
 	Repo string `json:"repo,omitempty"`
 
+	// Ref is the branch, tag or full commit id to check out; empty means the repo's defaultBranch,
+	// else the remote's default branch. Immutable.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_][A-Za-z0-9._/-]*$`
+	// +optional
+	Ref string `json:"ref,omitempty"`
+
 	// Directive is the agent's prompt, at most 64 KiB of UTF-8. The agent receives it as one
 	// argv string and one env value, each of which Linux caps at 128 KiB (MAX_ARG_STRLEN); a
-	// longer one would fail at exec inside the pod instead of here.
+	// longer one would fail at exec inside the pod instead of here. Immutable.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=65536
 	// +kubebuilder:validation:XValidation:rule="size(bytes(self)) <= 65536",message="directive is at most 65536 bytes of UTF-8 (64 KiB)"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="directive is immutable"
 	Directive string `json:"directive"`
 
-	// Parent is the name of the Task that created this one as a subtask.
+	// Parent is the name of the Task that created this one as a subtask. Immutable. Cancelling a
+	// Task cancels every descendant that has not finished yet.
 	// +optional
 	Parent string `json:"parent,omitempty"`
 
@@ -164,7 +185,52 @@ const (
 	MaxActivityText = 2048
 	// MaxProposals is the number of proposals one Task may record.
 	MaxProposals = 20
+	// MaxAttemptMessage is the longest attempt message kept, in bytes.
+	MaxAttemptMessage = 1024
 )
+
+// TaskAttempt is one agent pod the operator created for the Task. It is recorded BEFORE the pod is
+// created, so a pod whose own record was lost (the operator stopped between the create and the
+// status write, then the pod was deleted) still shows: the operator never creates a pod for a Task
+// with an attempt it cannot account for unless a retry is allowed.
+type TaskAttempt struct {
+	// Number counts the attempts from 1.
+	// +kubebuilder:validation:Minimum=1
+	Number int32 `json:"number"`
+
+	// PodName is the name of the attempt's pod.
+	PodName string `json:"podName"`
+
+	// PodUID is the uid of the attempt's pod, recorded once the operator saw it; empty when the
+	// operator stopped before it could (the pod may then never have been created).
+	// +optional
+	PodUID types.UID `json:"podUID,omitempty"`
+
+	// StartedAt is when the attempt was recorded, just before its pod was created.
+	StartedAt metav1.Time `json:"startedAt"`
+
+	// FinishedAt is when the operator saw the attempt end; unset while it runs.
+	// +optional
+	FinishedAt *metav1.Time `json:"finishedAt,omitempty"`
+
+	// Reason the attempt ended, one of the Ready condition's reasons (PodSucceeded, PodFailed,
+	// Evicted, NodeLost, PodDeleted, PodMissing, DeadlineExceeded, Cancelled, ...).
+	// +optional
+	Reason string `json:"reason,omitempty"`
+
+	// Message says how it ended, cut to MaxAttemptMessage bytes.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// Finished reports whether the attempt has ended.
+func (a *TaskAttempt) Finished() bool { return a.FinishedAt != nil }
+
+// Finish records how the attempt ended.
+func (a *TaskAttempt) Finish(now metav1.Time, reason, msg string) {
+	a.FinishedAt, a.Reason, a.Message = &now, reason, truncateUTF8(msg, MaxAttemptMessage)
+}
 
 // TaskStatus defines the observed state of a Task.
 type TaskStatus struct {
@@ -179,6 +245,13 @@ type TaskStatus struct {
 	// SecretName is the Secret holding the Task's API token.
 	// +optional
 	SecretName string `json:"secretName,omitempty"`
+
+	// TokenHash is the hex SHA-256 of the token the operator put in SecretName. Authentication
+	// accepts a token only if it hashes to this value, which only the operator writes (the status
+	// subresource), so a Secret made or altered by anyone else authenticates nobody.
+	// +kubebuilder:validation:Pattern=`^([0-9a-f]{64})?$`
+	// +optional
+	TokenHash string `json:"tokenHash,omitempty"`
 
 	// Outcome is the first outcome intent recorded by the agent.
 	// +optional
@@ -198,6 +271,13 @@ type TaskStatus struct {
 	// +optional
 	Proposals []Proposal `json:"proposals,omitempty"`
 
+	// Attempts are the agent pods created for the Task, oldest first; the last one is current.
+	// There is one unless the Project allows a retry after a lost pod (spec.agent.retryOnPodLoss).
+	// +kubebuilder:validation:MaxItems=10
+	// +listType=atomic
+	// +optional
+	Attempts []TaskAttempt `json:"attempts,omitempty"`
+
 	// ObservedGeneration is the generation the status reflects.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
@@ -207,6 +287,14 @@ type TaskStatus struct {
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// CurrentAttempt is the last attempt, or nil before the first pod.
+func (s *TaskStatus) CurrentAttempt() *TaskAttempt {
+	if len(s.Attempts) == 0 {
+		return nil
+	}
+	return &s.Attempts[len(s.Attempts)-1]
 }
 
 // AddActivity appends an entry, cutting its text and dropping the oldest entries beyond MaxActivity.
@@ -251,6 +339,31 @@ const (
 	ReasonPodMissing           = "PodMissing"
 	ReasonPodRejected          = "PodRejected"
 	ReasonCancelled            = "Cancelled"
+
+	// The pod was lost before it finished: being deleted (its deletion timestamp is set) or
+	// gone, evicted (API eviction, node pressure, preemption), or lost with its node (node
+	// controller, pod garbage collector, node shutdown). Without a retry the Task fails with it.
+	ReasonPodDeleted = "PodDeleted"
+	ReasonEvicted    = "Evicted"
+	ReasonNodeLost   = "NodeLost"
+	// ReasonRetrying: an attempt's pod was lost and the Project allows a retry; the next attempt
+	// starts once the lost pod is gone.
+	ReasonRetrying = "Retrying"
+	// ReasonDeadlineExceeded: the pod ran past its activeDeadlineSeconds.
+	ReasonDeadlineExceeded = "DeadlineExceeded"
+	// ReasonInitContainerFailed: an init container other than workspace-init (which has its own
+	// WorkspaceFailed) failed, so the agent never started; the message names it.
+	ReasonInitContainerFailed = "InitContainerFailed"
+	// ReasonParentCancelled: an ancestor Task was cancelled, which cancels its unfinished
+	// descendants.
+	ReasonParentCancelled = "ParentCancelled"
+
+	// ConditionWorkspaceFailed is True when the workspace-init container could not prepare
+	// /workspace; its reason is what workspace-init classified (RepoNotFound, AuthFailed,
+	// RefNotFound, Timeout, ...: tatara.dev/cli/pkg/workspace) and the agent never started.
+	ConditionWorkspaceFailed = "WorkspaceFailed"
+	// ReasonWorkspaceFailed is the Ready reason of a Task whose workspace could not be prepared.
+	ReasonWorkspaceFailed = "WorkspaceFailed"
 )
 
 // +kubebuilder:object:root=true

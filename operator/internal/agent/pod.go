@@ -4,9 +4,12 @@
 package agent
 
 import (
+	"fmt"
 	"path"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -25,6 +28,8 @@ const (
 	WrapperContainer        = "wrapper"
 	CLIContainer            = "cli"
 	WrapperInstallContainer = "wrapper-install"
+	WorkspaceInitContainer  = "workspace-init"
+	GitGatewayContainer     = "git-gateway"
 
 	WrapperMetricsPort = 9090
 	CLIMetricsPort     = 9091
@@ -42,6 +47,22 @@ const (
 
 	WorkspaceDir = "/workspace"
 	HomeDir      = "/home/agent"
+
+	// CredentialsDir is where workspace-init, and only it, mounts the repo's credentials Secret;
+	// PushCredentialsDir is where the git-gateway sidecar, and only it, mounts the push Secret.
+	CredentialsDir     = "/var/run/tatara/git-credentials"
+	PushCredentialsDir = "/var/run/tatara/git-push"
+	// GitGatewayListen is the gateway's address inside the pod; the agent's origin remote is
+	// GitGatewayURL. GitGatewayHealthPort serves its /healthz and /metrics.
+	GitGatewayListen     = "127.0.0.1:7778"
+	GitGatewayURL        = "http://" + GitGatewayListen + "/"
+	GitGatewayHealthPort = 9092
+	// PushBranchEnv tells the agent the branch its pushes must go to.
+	PushBranchEnv = "TATARA_PUSH_BRANCH"
+
+	// DefaultCloneDepth and DefaultCloneTimeoutSeconds apply when the Project leaves them unset.
+	DefaultCloneDepth          = 1
+	DefaultCloneTimeoutSeconds = 300
 
 	// NonRootUID is the uid/gid both containers run as (restricted Pod Security Standard).
 	NonRootUID int64 = 65532
@@ -65,9 +86,15 @@ type Config struct {
 	OperatorURL string
 	MemoryURL   string
 	ChatURL     string
+	// OperatorCABundle is the PEM CA the cli trusts, alone, for OperatorURL
+	// (OperatorCABundleEnv); "" when the REST API is plain HTTP or needs no CA of its own.
+	OperatorCABundle string
 	// CLIImage and WrapperImage come from the runtime ConfigMaps (key "image").
 	CLIImage     string
 	WrapperImage string
+	// Resources come from the runtime ConfigMaps too; a container left empty gets
+	// DefaultResources'.
+	Resources Resources
 }
 
 // PodName is the deterministic name of a Task's agent pod.
@@ -75,6 +102,15 @@ func PodName(task string) string { return PodNamePrefix + task }
 
 // SecretName is the deterministic name of a Task's token Secret.
 func SecretName(task string) string { return PodNamePrefix + task + "-token" }
+
+// RepoDir is where workspace-init clones a repo and the agent starts: /workspace/<repo>. Not
+// /workspace itself: the emptyDir's root belongs to root, and git refuses to work in a repository
+// whose top directory another user owns ("dubious ownership"); the directory git clone creates is
+// the agent's.
+func RepoDir(repo string) string { return path.Join(WorkspaceDir, repo) }
+
+// PushBranch is the branch a Task's agent may push to (and branches under it): tatara/<task>.
+func PushBranch(task string) string { return "tatara/" + task }
 
 // ToolProfileForKind is the cli tool profile of a Task kind (TATARA_TOOL_PROFILE): the cli
 // catalog's table, profiles.ForKind. An unknown kind yields "" and the cli then fails open;
@@ -119,10 +155,20 @@ func BuildSecret(task *tatarav1.Task, token string) *corev1.Secret {
 	}
 }
 
-// Env returns the env both containers share, in the contract's order: the eight Tatara
-// variables, TATARA_TOOL_PROFILE last of them, then project.spec.agent.extraEnvs. The order
-// matters: the kubelet keeps the later of two same-named entries, so an extra can override
-// the profile (docs/architecture.md, The agent pod).
+// TokenEnv is the cli's variable for the Task token; only the cli container gets it.
+const TokenEnv = "TATARA_TOKEN"
+
+// OperatorCABundleEnv is the cli's variable for the REST API's CA (PEM). It is public, but only
+// the cli calls the operator, so only the cli container gets it. An env var rather than a mounted
+// Secret: the CA's Secret is in the operator's namespace, not the Task's.
+const OperatorCABundleEnv = "TATARA_OPERATOR_CA_BUNDLE"
+
+// Env returns the cli container's env, in the contract's order: the eight Tatara variables (nine
+// with TATARA_OPERATOR_CA_BUNDLE, after the token, when the operator has a CA), TATARA_TOOL_PROFILE
+// last of them, then project.spec.agent.extraEnvs. The order matters: the kubelet keeps the later
+// of two same-named entries, so an extra can override the profile (docs/architecture.md, The agent
+// pod). TATARA_TOKEN is a secretKeyRef to the Task's token Secret; the wrapper container, where
+// the agent runs, gets the same env without it and without the CA bundle.
 func Env(task *tatarav1.Task, project *tatarav1.Project, cfg Config) []corev1.EnvVar {
 	env := []corev1.EnvVar{
 		{Name: "TATARA_PROJECT", Value: project.Name},
@@ -131,21 +177,31 @@ func Env(task *tatarav1.Task, project *tatarav1.Project, cfg Config) []corev1.En
 		{Name: "TATARA_OPERATOR_URL", Value: cfg.OperatorURL},
 		{Name: "TATARA_MEMORY_URL", Value: cfg.MemoryURL},
 		{Name: "TATARA_CHAT_URL", Value: cfg.ChatURL},
-		{Name: "TATARA_TOKEN", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+		{Name: TokenEnv, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
 			LocalObjectReference: corev1.LocalObjectReference{Name: SecretName(task.Name)},
 			Key:                  TokenKey,
 		}}},
+	}
+	if cfg.OperatorCABundle != "" {
+		env = append(env, corev1.EnvVar{Name: OperatorCABundleEnv, Value: cfg.OperatorCABundle})
 	}
 	env = append(env, corev1.EnvVar{Name: "TATARA_TOOL_PROFILE", Value: ToolProfileForKind(task.Spec.Kind)})
 	return append(env, project.Spec.Agent.ExtraEnvs...)
 }
 
-// wrapperEnv is Env with the wrapper's own variables inserted before the extras, so the
-// extras stay last for the wrapper too.
+// wrapperEnv is Env without TATARA_TOKEN and the CA bundle, with the wrapper's own variables
+// inserted before the extras, so the extras stay last for the wrapper too. The agent runs
+// arbitrary code in the wrapper's container and can read the wrapper's /proc/<pid>/environ: the
+// token stays in the cli sidecar, which makes the agent's operator calls for it.
 func wrapperEnv(task *tatarav1.Task, project *tatarav1.Project, cfg Config) []corev1.EnvVar {
 	common := Env(task, project, cfg)
 	n := len(common) - len(project.Spec.Agent.ExtraEnvs)
-	env := append([]corev1.EnvVar(nil), common[:n]...)
+	env := make([]corev1.EnvVar, 0, len(common)+5)
+	for _, e := range common[:n] {
+		if e.Name != TokenEnv && e.Name != OperatorCABundleEnv {
+			env = append(env, e)
+		}
+	}
 	env = append(env,
 		corev1.EnvVar{Name: "TATARA_DIRECTIVE", Value: task.Spec.Directive},
 		corev1.EnvVar{Name: "TATARA_AGENT_COMMAND", Value: AgentCommand(project)},
@@ -153,6 +209,9 @@ func wrapperEnv(task *tatarav1.Task, project *tatarav1.Project, cfg Config) []co
 		corev1.EnvVar{Name: "HOME", Value: HomeDir},
 		corev1.EnvVar{Name: ToolSearchEnv, Value: string(ToolSearch(project))},
 	)
+	if repo := project.Repo(task.Spec.Repo); repo != nil && repo.Push != nil {
+		env = append(env, corev1.EnvVar{Name: PushBranchEnv, Value: PushBranch(task.Name)})
+	}
 	return append(env, common[n:]...)
 }
 
@@ -199,11 +258,18 @@ func containerSecurityContext() *corev1.SecurityContext {
 // that image, so the agent has its own runtime (libc, shell, git, ...), and an init container
 // copies the static wrapper from the wrapper image into a shared emptyDir for it to run.
 func BuildPod(task *tatarav1.Task, project *tatarav1.Project, cfg Config) *corev1.Pod {
-	emptyDir := corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
+	res := cfg.Resources.withDefaults()
+	if !isEmpty(project.Spec.Agent.Resources) {
+		res.Agent = completed(project.Spec.Agent.Resources, DefaultResources().Agent)
+	}
+	storage := StorageLimits(project)
+	emptyDir := func(limit resource.Quantity) corev1.VolumeSource {
+		return corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &limit}}
+	}
 	volumes := []corev1.Volume{
-		{Name: "workspace", VolumeSource: emptyDir},
-		{Name: "home", VolumeSource: emptyDir},
-		{Name: "tmp", VolumeSource: emptyDir},
+		{Name: "workspace", VolumeSource: emptyDir(storage.Workspace)},
+		{Name: "home", VolumeSource: emptyDir(storage.Home)},
+		{Name: "tmp", VolumeSource: emptyDir(storage.Tmp)},
 	}
 	wrapperMounts := []corev1.VolumeMount{
 		{Name: "workspace", MountPath: WorkspaceDir},
@@ -226,30 +292,51 @@ func BuildPod(task *tatarav1.Task, project *tatarav1.Project, cfg Config) *corev
 			FailureThreshold: 60,
 		},
 		SecurityContext: containerSecurityContext(),
+		Resources:       res.CLI,
 		VolumeMounts:    []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}},
 	}
-	initContainers := []corev1.Container{cli}
-
 	wrapperImage, wrapperCommand := cfg.WrapperImage, []string(nil) // the image's ENTRYPOINT
+	wrapperBinary := WrapperImageBinary
+	var initContainers []corev1.Container
 	if project.Spec.Agent.Image != "" {
 		installed := path.Join(WrapperDir, "wrapper")
-		volumes = append(volumes, corev1.Volume{Name: "tatara-bin", VolumeSource: emptyDir})
+		volumes = append(volumes, corev1.Volume{Name: "tatara-bin", VolumeSource: emptyDir(resource.MustParse(WrapperBinSizeLimit))})
 		initContainers = append(initContainers, corev1.Container{
 			Name:            WrapperInstallContainer,
 			Image:           cfg.WrapperImage,
 			Command:         []string{WrapperImageCP, WrapperImageBinary, installed},
 			SecurityContext: containerSecurityContext(),
+			Resources:       res.WrapperInstall,
 			VolumeMounts:    []corev1.VolumeMount{{Name: "tatara-bin", MountPath: WrapperDir}},
 		})
 		wrapperMounts = append(wrapperMounts, corev1.VolumeMount{Name: "tatara-bin", MountPath: WrapperDir, ReadOnly: true})
-		wrapperImage, wrapperCommand = project.Spec.Agent.Image, []string{installed}
+		wrapperImage, wrapperCommand, wrapperBinary = project.Spec.Agent.Image, []string{installed}, installed
+	}
+
+	// The workspace is cloned before the cli starts: a Task whose repo cannot be cloned fails
+	// without starting anything of the agent's.
+	repo := project.Repo(task.Spec.Repo)
+	workingDir := WorkspaceDir
+	if repo != nil {
+		workingDir = RepoDir(repo.Name)
+		c, vols := workspaceInit(task, project, repo, wrapperImage, wrapperBinary)
+		c.Resources = res.WorkspaceInit
+		initContainers = append(initContainers, c)
+		volumes = append(volumes, vols...)
+	}
+	initContainers = append(initContainers, cli)
+	if repo != nil && repo.Push != nil {
+		c, vol := gitGateway(task, repo, cfg)
+		c.Resources = res.GitGateway
+		initContainers = append(initContainers, c)
+		volumes = append(volumes, vol)
 	}
 
 	wrapper := corev1.Container{
 		Name:       WrapperContainer,
 		Image:      wrapperImage,
 		Command:    wrapperCommand,
-		WorkingDir: WorkspaceDir,
+		WorkingDir: workingDir,
 		Env:        wrapperEnv(task, project, cfg),
 		Ports:      []corev1.ContainerPort{{Name: "metrics", ContainerPort: WrapperMetricsPort, Protocol: corev1.ProtocolTCP}},
 		LivenessProbe: &corev1.Probe{
@@ -261,7 +348,7 @@ func BuildPod(task *tatarav1.Task, project *tatarav1.Project, cfg Config) *corev
 			ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intOrPort(WrapperMetricsPort)}},
 			PeriodSeconds: 5,
 		},
-		Resources:       project.Spec.Agent.Resources,
+		Resources:       res.Agent,
 		SecurityContext: containerSecurityContext(),
 		VolumeMounts:    wrapperMounts,
 	}
@@ -274,8 +361,10 @@ func BuildPod(task *tatarav1.Task, project *tatarav1.Project, cfg Config) *corev
 			OwnerReferences: []metav1.OwnerReference{OwnerReference(task)},
 		},
 		Spec: corev1.PodSpec{
-			RestartPolicy:      corev1.RestartPolicyNever,
-			ServiceAccountName: project.Spec.Agent.ServiceAccountName,
+			RestartPolicy:         corev1.RestartPolicyNever,
+			ActiveDeadlineSeconds: ptr.To(ActiveDeadlineSeconds(project)),
+			ServiceAccountName:    project.Spec.Agent.ServiceAccountName,
+			RuntimeClassName:      runtimeClassName(project),
 			// The agent talks to the operator with its Task token, never to the kube API.
 			AutomountServiceAccountToken: ptr.To(false),
 			EnableServiceLinks:           ptr.To(false),
@@ -291,6 +380,106 @@ func BuildPod(task *tatarav1.Task, project *tatarav1.Project, cfg Config) *corev
 			Volumes:        volumes,
 		},
 	}
+}
+
+// workspaceInit is the init container that clones the Task's repo into the workspace with the
+// wrapper's `workspace-init` (it needs git, so it runs in the agent image). It alone mounts the
+// repo's credentials and a private scratch dir (git's HOME, the ssh key's copy); on failure it
+// writes the classified reason to its termination message, which the controller turns into the
+// Task's WorkspaceFailed condition.
+func workspaceInit(task *tatarav1.Task, project *tatarav1.Project, repo *tatarav1.ProjectRepo, image, wrapperBinary string) (corev1.Container, []corev1.Volume) {
+	ref := task.Spec.Ref
+	if ref == "" {
+		ref = repo.DefaultBranch
+	}
+	depth, timeout := int32(DefaultCloneDepth), int32(DefaultCloneTimeoutSeconds)
+	if d := project.Spec.Workspace.CloneDepth; d != nil {
+		depth = *d
+	}
+	if t := project.Spec.Workspace.TimeoutSeconds; t > 0 {
+		timeout = t
+	}
+	args := []string{
+		"workspace-init",
+		"--url=" + repo.URL,
+		"--ref=" + ref,
+		fmt.Sprintf("--depth=%d", depth),
+		fmt.Sprintf("--timeout=%ds", timeout),
+		"--dir=" + RepoDir(repo.Name),
+		"--scratch-dir=/tmp",
+		"--author-name=Tatara agent (" + task.Name + ")",
+		"--author-email=" + task.Name + "@" + project.Name + ".tasks.tatara.invalid",
+	}
+	mounts := []corev1.VolumeMount{
+		{Name: "workspace", MountPath: WorkspaceDir},
+		{Name: "workspace-scratch", MountPath: "/tmp"},
+	}
+	if strings.HasPrefix(wrapperBinary, WrapperDir+"/") {
+		mounts = append(mounts, corev1.VolumeMount{Name: "tatara-bin", MountPath: WrapperDir, ReadOnly: true})
+	}
+	volumes := []corev1.Volume{{Name: "workspace-scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+		Medium: corev1.StorageMediumMemory, SizeLimit: ptr.To(resource.MustParse("16Mi")),
+	}}}}
+	if repo.Credentials != nil {
+		args = append(args, "--credentials-dir="+CredentialsDir, "--credentials-secret="+repo.Credentials.SecretName)
+		mounts = append(mounts, corev1.VolumeMount{Name: "git-credentials", MountPath: CredentialsDir, ReadOnly: true})
+		// Optional: a missing Secret is reported by workspace-init as CredentialsInvalid, naming
+		// it, instead of a pod stuck on a failed mount.
+		volumes = append(volumes, corev1.Volume{Name: "git-credentials", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: repo.Credentials.SecretName, DefaultMode: ptr.To(int32(0o440)), Optional: ptr.To(true),
+		}}})
+	}
+	if repo.Push != nil {
+		args = append(args, "--push-url="+GitGatewayURL, "--branch="+PushBranch(task.Name))
+	}
+	return corev1.Container{
+		Name:                     WorkspaceInitContainer,
+		Image:                    image,
+		Command:                  []string{wrapperBinary},
+		Args:                     args,
+		WorkingDir:               "/tmp",
+		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+		SecurityContext:          containerSecurityContext(),
+		VolumeMounts:             mounts,
+	}, volumes
+}
+
+// gitGateway is the native sidecar through which the agent pushes (`tatara git-gateway` from the
+// cli image): it alone mounts the push credential and forwards only ref updates under the Task's
+// branch to the repo's URL.
+func gitGateway(task *tatarav1.Task, repo *tatarav1.ProjectRepo, cfg Config) (corev1.Container, corev1.Volume) {
+	return corev1.Container{
+			Name:    GitGatewayContainer,
+			Image:   cfg.CLIImage,
+			Command: []string{"tatara"},
+			Args: []string{
+				"git-gateway",
+				"--listen=" + GitGatewayListen,
+				"--upstream=" + repo.URL,
+				"--token-file=" + path.Join(PushCredentialsDir, "token"),
+				"--branch-prefix=" + PushBranch(task.Name),
+				fmt.Sprintf("--metrics-addr=:%d", GitGatewayHealthPort),
+			},
+			RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways),
+			Ports:         []corev1.ContainerPort{{Name: "git-gw-metrics", ContainerPort: GitGatewayHealthPort, Protocol: corev1.ProtocolTCP}},
+			StartupProbe: &corev1.Probe{
+				ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intOrPort(GitGatewayHealthPort)}},
+				PeriodSeconds:    1,
+				FailureThreshold: 60,
+			},
+			SecurityContext: containerSecurityContext(),
+			VolumeMounts:    []corev1.VolumeMount{{Name: "git-push", MountPath: PushCredentialsDir, ReadOnly: true}},
+		}, corev1.Volume{Name: "git-push", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: repo.Push.SecretName, DefaultMode: ptr.To(int32(0o440)),
+		}}}
+}
+
+// runtimeClassName is the Project's sandboxed runtime (gVisor, Kata), or nil for the default.
+func runtimeClassName(project *tatarav1.Project) *string {
+	if project.Spec.Agent.RuntimeClassName == "" {
+		return nil
+	}
+	return ptr.To(project.Spec.Agent.RuntimeClassName)
 }
 
 func intOrPort(p int32) intstr.IntOrString { return intstr.FromInt32(p) }

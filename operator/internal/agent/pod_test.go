@@ -142,11 +142,14 @@ func names(env []corev1.EnvVar) []string {
 	return out
 }
 
+// TestBuildPodEnvOrder: the contract's variables first (TATARA_TOOL_PROFILE last of them), the
+// wrapper's own next, the Project's extras last; TATARA_TOKEN goes to the cli sidecar only.
 func TestBuildPodEnvOrder(t *testing.T) {
 	contract := []string{
 		"TATARA_PROJECT", "TATARA_TASK", "TATARA_TASK_KIND", "TATARA_OPERATOR_URL",
 		"TATARA_MEMORY_URL", "TATARA_CHAT_URL", "TATARA_TOKEN", "TATARA_TOOL_PROFILE",
 	}
+	withoutToken := slices.DeleteFunc(slices.Clone(contract), func(n string) bool { return n == "TATARA_TOKEN" })
 	extras := []corev1.EnvVar{
 		{Name: "TATARA_TOOL_PROFILE", Value: "review"},
 		{Name: "HTTPS_PROXY", Value: "http://proxy:3128"},
@@ -157,7 +160,7 @@ func TestBuildPodEnvOrder(t *testing.T) {
 		want      []string
 	}{
 		{"cli sidecar", CLIContainer, append(slices.Clone(contract), "TATARA_TOOL_PROFILE", "HTTPS_PROXY")},
-		{"wrapper", WrapperContainer, append(slices.Clone(contract),
+		{"wrapper", WrapperContainer, append(slices.Clone(withoutToken),
 			"TATARA_DIRECTIVE", "TATARA_AGENT_COMMAND", "HOME", "ENABLE_TOOL_SEARCH", "TATARA_TOOL_PROFILE", "HTTPS_PROXY")},
 	}
 	pod := BuildPod(testTask(tatarav1.KindImplement), testProject(extras...), testConfig())
@@ -174,12 +177,93 @@ func TestBuildPodEnvOrder(t *testing.T) {
 			if c.Env[first].Value != "implement" || c.Env[last].Value != "review" || first >= last {
 				t.Fatalf("profile env: first %d=%q last %d=%q", first, c.Env[first].Value, last, c.Env[last].Value)
 			}
-			tok := c.Env[slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "TATARA_TOKEN" })]
-			if tok.Value != "" || tok.ValueFrom == nil || tok.ValueFrom.SecretKeyRef == nil ||
-				tok.ValueFrom.SecretKeyRef.Name != "tatara-agent-t1-token" || tok.ValueFrom.SecretKeyRef.Key != "token" {
-				t.Fatalf("TATARA_TOKEN must be a secretKeyRef to tatara-agent-t1-token/token, got %+v", tok)
+		})
+	}
+	tok := container(t, pod, CLIContainer).Env[slices.Index(contract, "TATARA_TOKEN")]
+	if tok.Name != "TATARA_TOKEN" || tok.Value != "" || tok.ValueFrom == nil || tok.ValueFrom.SecretKeyRef == nil ||
+		tok.ValueFrom.SecretKeyRef.Name != "tatara-agent-t1-token" || tok.ValueFrom.SecretKeyRef.Key != "token" {
+		t.Fatalf("cli TATARA_TOKEN must be a secretKeyRef to tatara-agent-t1-token/token, got %+v", tok)
+	}
+}
+
+// TestBuildPodOperatorCABundle: TATARA_OPERATOR_CA_BUNDLE is set only when the operator has a CA
+// for its REST API, only in the cli sidecar (the one container that calls the operator), right
+// after TATARA_TOKEN. Without a CA the env is the contract's (TestBuildPodEnvOrder, the goldens).
+func TestBuildPodOperatorCABundle(t *testing.T) {
+	const bundle = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+	tests := []struct {
+		name   string
+		url    string
+		bundle string
+	}{
+		{"plain HTTP", "http://tatara-operator.tatara-system.svc:8082", ""},
+		{"TLS without a CA of its own", "https://tatara-operator.tatara-system.svc:8082", ""},
+		{"TLS with a CA", "https://tatara-operator.tatara-system.svc:8082", bundle},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.OperatorURL, cfg.OperatorCABundle = tt.url, tt.bundle
+			pod := BuildPod(testTask(tatarav1.KindImplement), workspaceProject(), cfg)
+			for _, c := range append(pod.Spec.InitContainers, pod.Spec.Containers...) {
+				got, i := envValue(c.Env, OperatorCABundleEnv)
+				if c.Name != CLIContainer || tt.bundle == "" {
+					if i >= 0 {
+						t.Errorf("container %s has %s", c.Name, OperatorCABundleEnv)
+					}
+					continue
+				}
+				if got != tt.bundle {
+					t.Errorf("cli %s = %q, want the CA's PEM", OperatorCABundleEnv, got)
+				}
+				if _, tok := envValue(c.Env, TokenEnv); i != tok+1 {
+					t.Errorf("cli env %v: %s is not right after %s", names(c.Env), OperatorCABundleEnv, TokenEnv)
+				}
 			}
 		})
+	}
+}
+
+// TestWrapperHasNoToken: the agent runs arbitrary code in the wrapper's container and can read
+// any process's environ there, so no container but the cli sidecar may carry the Task token, by
+// value or by reference to its Secret, whatever the Project (agent image, repo, push).
+func TestWrapperHasNoToken(t *testing.T) {
+	withImage := testProject()
+	withImage.Spec.Agent.Image = "agent:1"
+	projects := map[string]*tatarav1.Project{
+		"default":              testProject(),
+		"extras":               testProject(corev1.EnvVar{Name: "X", Value: "1"}),
+		"agent image":          withImage,
+		"repo with clone+push": workspaceProject(),
+	}
+	for name, p := range projects {
+		for _, kind := range tatarav1.TaskKinds {
+			task := testTask(kind)
+			pod := BuildPod(task, p, testConfig())
+			for _, c := range append(pod.Spec.InitContainers, pod.Spec.Containers...) {
+				if c.Name == CLIContainer {
+					if _, i := envValue(c.Env, "TATARA_TOKEN"); i < 0 {
+						t.Errorf("%s: the cli container lost TATARA_TOKEN", name)
+					}
+					continue
+				}
+				for _, e := range c.Env {
+					if e.Name == "TATARA_TOKEN" || (e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil && e.ValueFrom.SecretKeyRef.Name == SecretName(task.Name)) {
+						t.Errorf("%s: container %q has the token in its env: %+v", name, c.Name, e)
+					}
+				}
+				for _, ef := range c.EnvFrom {
+					if ef.SecretRef != nil && ef.SecretRef.Name == SecretName(task.Name) {
+						t.Errorf("%s: container %q imports the token Secret", name, c.Name)
+					}
+				}
+			}
+			for _, v := range pod.Spec.Volumes {
+				if v.Secret != nil && v.Secret.SecretName == SecretName(task.Name) {
+					t.Errorf("%s: the token Secret is mounted as volume %q", name, v.Name)
+				}
+			}
+		}
 	}
 }
 
@@ -272,17 +356,19 @@ func TestBuildPodShape(t *testing.T) {
 
 // TestBuildPodRestricted checks every field the restricted Pod Security Standard requires.
 func TestBuildPodRestricted(t *testing.T) {
-	p := testProject()
-	p.Spec.Agent.Image = "stand-in-agent:1"
+	p := workspaceProject()
 	pod := BuildPod(testTask(tatarav1.KindImplement), p, testConfig())
+	if len(pod.Spec.InitContainers) != 4 {
+		t.Fatalf("want every kind of container in the pod under test, got init containers %v", containerNames(pod.Spec.InitContainers))
+	}
 	psc := pod.Spec.SecurityContext
 	if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || psc.SeccompProfile == nil ||
 		psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
 		t.Fatalf("pod security context not restricted: %+v", psc)
 	}
 	for _, v := range pod.Spec.Volumes {
-		if v.EmptyDir == nil {
-			t.Errorf("volume %q is not an emptyDir", v.Name)
+		if v.EmptyDir == nil && v.Secret == nil {
+			t.Errorf("volume %q is neither an emptyDir nor a Secret (restricted allows no other kinds here)", v.Name)
 		}
 	}
 	for _, c := range append(pod.Spec.InitContainers, pod.Spec.Containers...) {
@@ -323,8 +409,8 @@ func TestBuildPodAgentImage(t *testing.T) {
 			p.Spec.Agent.BinaryPath = tt.binaryPath
 			cfg := testConfig()
 			pod := BuildPod(testTask(tatarav1.KindImplement), p, cfg)
-			if len(pod.Spec.InitContainers) != 2 || pod.Spec.InitContainers[0].Name != CLIContainer {
-				t.Fatalf("want [cli wrapper-install] init containers, got %d", len(pod.Spec.InitContainers))
+			if got := containerNames(pod.Spec.InitContainers); !slices.Equal(got, []string{WrapperInstallContainer, CLIContainer}) {
+				t.Fatalf("init containers %v, want [wrapper-install cli]", got)
 			}
 			inst := container(t, pod, WrapperInstallContainer)
 			if want := []string{"/usr/local/bin/cp", "/usr/local/bin/wrapper", "/opt/tatara/wrapper"}; inst.Image != cfg.WrapperImage || !slices.Equal(inst.Command, want) {
@@ -360,6 +446,7 @@ func TestBuildPodGolden(t *testing.T) {
 	withAgent.Spec.Agent.Image = "stand-in-agent:1"
 	withAgent.Spec.Agent.BinaryPath = "/agent"
 	withAgent.Spec.Agent.ServiceAccountName = "agent"
+	withAgent.Spec.Agent.RuntimeClassName = "gvisor"
 	withAgent.Spec.Agent.Resources = corev1.ResourceRequirements{
 		Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")},
 	}
@@ -370,6 +457,7 @@ func TestBuildPodGolden(t *testing.T) {
 	}{
 		{"implement-default", testTask(tatarav1.KindImplement), testProject()},
 		{"brainstorm-agent-image", testTask(tatarav1.KindBrainstorm), withAgent},
+		{"implement-workspace", testTask(tatarav1.KindImplement), workspaceProject()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -412,5 +500,131 @@ func TestCRDKindEnum(t *testing.T) {
 		if ToolProfileForKind(tatarav1.TaskKind(k)) == "" {
 			t.Errorf("CRD kind %q maps to no profile", k)
 		}
+	}
+}
+
+func containerNames(cs []corev1.Container) []string {
+	names := make([]string, len(cs))
+	for i, c := range cs {
+		names[i] = c.Name
+	}
+	return names
+}
+
+// workspaceProject has an agent image and the Task's repo with clone and push credentials.
+func workspaceProject() *tatarav1.Project {
+	p := testProject()
+	p.Spec.Agent.Image = "stand-in-agent:1"
+	p.Spec.Repos = []tatarav1.ProjectRepo{{
+		Name: "operator", URL: "https://git.example.com/tatara/operator.git", DefaultBranch: "main",
+		Credentials: &tatarav1.RepoCredentials{SecretName: "operator-read"},
+		Push:        &tatarav1.RepoPush{SecretName: "operator-push"},
+	}}
+	return p
+}
+
+// secretMounts lists the container's mounts of Secret volumes.
+func secretMounts(pod *corev1.Pod, c corev1.Container) []string {
+	var out []string
+	for _, m := range c.VolumeMounts {
+		for _, v := range pod.Spec.Volumes {
+			if v.Name == m.Name && v.Secret != nil {
+				out = append(out, v.Secret.SecretName)
+			}
+		}
+	}
+	return out
+}
+
+// TestBuildPodWorkspace: the Task's repo is cloned by workspace-init before the cli starts, the
+// clone credential is mounted only there and the push credential only into the git gateway; the
+// agent's container mounts no Secret at all.
+func TestBuildPodWorkspace(t *testing.T) {
+	depth := int32(0)
+	tests := []struct {
+		name       string
+		project    func() *tatarav1.Project
+		ref        string
+		wantInit   []string
+		wantArgs   []string
+		wantSecret map[string][]string // container -> Secret names it mounts
+		wantBranch string
+	}{
+		{
+			name:     "no repo in the Project: no clone",
+			project:  func() *tatarav1.Project { p := testProject(); p.Spec.Agent.Image = "stand-in-agent:1"; return p },
+			wantInit: []string{WrapperInstallContainer, CLIContainer},
+		},
+		{
+			name:     "credentials and push, defaults",
+			project:  workspaceProject,
+			wantInit: []string{WrapperInstallContainer, WorkspaceInitContainer, CLIContainer, GitGatewayContainer},
+			wantArgs: []string{"--url=https://git.example.com/tatara/operator.git", "--ref=main", "--depth=1", "--timeout=300s",
+				"--credentials-dir=" + CredentialsDir, "--credentials-secret=operator-read", "--push-url=" + GitGatewayURL, "--branch=tatara/t1"},
+			wantSecret: map[string][]string{WorkspaceInitContainer: {"operator-read"}, GitGatewayContainer: {"operator-push"}},
+			wantBranch: "tatara/t1",
+		},
+		{
+			name: "Task ref, full history, anonymous, no push",
+			project: func() *tatarav1.Project {
+				p := workspaceProject()
+				p.Spec.Repos[0].Credentials, p.Spec.Repos[0].Push = nil, nil
+				p.Spec.Workspace = tatarav1.ProjectWorkspace{CloneDepth: &depth, TimeoutSeconds: 30}
+				return p
+			},
+			ref:      "v1.2.3",
+			wantInit: []string{WrapperInstallContainer, WorkspaceInitContainer, CLIContainer},
+			wantArgs: []string{"--ref=v1.2.3", "--depth=0", "--timeout=30s"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			task := testTask(tatarav1.KindImplement)
+			task.Spec.Ref = tt.ref
+			pod := BuildPod(task, tt.project(), testConfig())
+			if got := containerNames(pod.Spec.InitContainers); !slices.Equal(got, tt.wantInit) {
+				t.Fatalf("init containers %v, want %v", got, tt.wantInit)
+			}
+			for _, c := range append(slices.Clone(pod.Spec.InitContainers), pod.Spec.Containers...) {
+				if got := secretMounts(pod, c); !slices.Equal(got, tt.wantSecret[c.Name]) {
+					t.Errorf("container %s mounts Secrets %v, want %v", c.Name, got, tt.wantSecret[c.Name])
+				}
+				for _, e := range c.Env {
+					if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil && e.ValueFrom.SecretKeyRef.Name != SecretName(task.Name) {
+						t.Errorf("container %s reads Secret %s into env %s", c.Name, e.ValueFrom.SecretKeyRef.Name, e.Name)
+					}
+				}
+			}
+			if !slices.Contains(tt.wantInit, WorkspaceInitContainer) {
+				return
+			}
+			ws := container(t, pod, WorkspaceInitContainer)
+			if ws.Image != "stand-in-agent:1" || !slices.Equal(ws.Command, []string{"/opt/tatara/wrapper"}) || ws.Args[0] != "workspace-init" {
+				t.Errorf("workspace-init runs %s %v %v, want the agent image's installed wrapper workspace-init", ws.Image, ws.Command, ws.Args)
+			}
+			for _, a := range tt.wantArgs {
+				if !slices.Contains(ws.Args, a) {
+					t.Errorf("workspace-init args %v lack %q", ws.Args, a)
+				}
+			}
+			if !slices.Contains(ws.Args, "--dir=/workspace/operator") || container(t, pod, WrapperContainer).WorkingDir != "/workspace/operator" {
+				t.Errorf("the clone (%v) and the agent's working directory (%s) must be /workspace/operator", ws.Args, container(t, pod, WrapperContainer).WorkingDir)
+			}
+			if ws.TerminationMessagePolicy != corev1.TerminationMessageReadFile {
+				t.Errorf("workspace-init must report through its termination message file")
+			}
+			w := container(t, pod, WrapperContainer)
+			if got, _ := envValue(w.Env, PushBranchEnv); got != tt.wantBranch {
+				t.Errorf("%s = %q, want %q", PushBranchEnv, got, tt.wantBranch)
+			}
+			// The scratch dir (git's HOME, the ssh key's copy) is workspace-init's alone.
+			for _, c := range append(slices.Clone(pod.Spec.InitContainers), pod.Spec.Containers...) {
+				for _, m := range c.VolumeMounts {
+					if m.Name == "workspace-scratch" && c.Name != WorkspaceInitContainer {
+						t.Errorf("container %s mounts workspace-init's scratch dir", c.Name)
+					}
+				}
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"net/http"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -11,38 +12,124 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
+	"tatara.dev/operator/internal/agent"
 	"tatara.dev/operator/internal/index"
 	"tatara.dev/operator/internal/token"
 )
 
-// authenticate maps the bearer token to its Task through the token Secret's hash index.
+// tokenCacheGrace is how long an unknown token is looked up again in the cache before it is
+// refused. It also makes guessing tokens slower, which their 256 random bits make pointless anyway.
+const tokenCacheGrace = 2 * time.Second
+
+// maxTokenGraceWaiters bounds the requests that wait out tokenCacheGrace at the same time.
+const maxTokenGraceWaiters = 32
+
+// authenticate maps the bearer token to its Task. The Task's status.tokenHash, which only the
+// operator writes (status subresource), is the record of the one token it minted: the token's
+// hash finds the Task through the cache's status.tokenHash index. The token is then accepted only
+// while the Task is active (not in a terminal phase, not cancelled), and only if the Secret the
+// operator made for it, under the expected name and controlled by the Task, still holds it. A
+// Secret made by anyone else (another name, a forged owner reference, one planted in advance)
+// authenticates nobody.
 func (s *Server) authenticate(ctx context.Context, r *http.Request) (*tatarav1.Task, *apiError) {
 	tok, ok := token.FromAuthorization(r.Header.Get("Authorization"))
 	if !ok {
 		return nil, errorf(http.StatusUnauthorized, "missing bearer token: send Authorization: Bearer <TATARA_TOKEN>")
 	}
-	var secrets corev1.SecretList
-	if err := s.opts.Client.List(ctx, &secrets, client.MatchingFields{index.SecretTokenHash: token.Hash(tok)}); err != nil {
+	return s.taskOfToken(ctx, tok)
+}
+
+// taskOfToken is the Task an active token belongs to; every other token is a 401 (and a lookup
+// failure a 500). authenticate and the token review share it, so a backend learns exactly what
+// the operator itself would decide.
+func (s *Server) taskOfToken(ctx context.Context, tok string) (*tatarav1.Task, *apiError) {
+	if !token.Valid(tok) {
+		return nil, errorf(http.StatusUnauthorized, "invalid token")
+	}
+	hash := token.Hash(tok)
+	var tasks tatarav1.TaskList
+	// A token minted a moment ago may not be in the cache yet (its status write still on its
+	// way): look again for a short, bounded while before refusing it. At most
+	// maxTokenGraceWaiters requests wait at once; past that an unknown token is refused at once, so
+	// a flood of bad tokens cannot hold goroutines for the whole grace.
+	if err := s.opts.Client.List(ctx, &tasks, client.MatchingFields{index.TaskTokenHash: hash}); err != nil {
 		return nil, errorf(http.StatusInternalServerError, "failed to look up token: %v", err)
 	}
-	if len(secrets.Items) != 1 {
-		return nil, errorf(http.StatusUnauthorized, "invalid token")
-	}
-	sec := secrets.Items[0]
-	owner := metav1.GetControllerOf(&sec)
-	if owner == nil || owner.Kind != "Task" {
-		return nil, errorf(http.StatusUnauthorized, "invalid token")
-	}
-	var task tatarav1.Task
-	if err := s.opts.Client.Get(ctx, types.NamespacedName{Namespace: sec.Namespace, Name: owner.Name}, &task); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, errorf(http.StatusUnauthorized, "invalid token: its task no longer exists")
+	if len(tasks.Items) == 0 {
+		select {
+		case s.graceSlots <- struct{}{}:
+			defer func() { <-s.graceSlots }()
+			deadline := time.Now().Add(tokenCacheGrace)
+			for len(tasks.Items) == 0 && time.Now().Before(deadline) {
+				select {
+				case <-ctx.Done():
+					return nil, errorf(http.StatusUnauthorized, "invalid token")
+				case <-time.After(tokenCacheGrace / 20):
+				}
+				if err := s.opts.Client.List(ctx, &tasks, client.MatchingFields{index.TaskTokenHash: hash}); err != nil {
+					return nil, errorf(http.StatusInternalServerError, "failed to look up token: %v", err)
+				}
+			}
+		default:
 		}
-		return nil, errorf(http.StatusInternalServerError, "failed to get task %q: %v", owner.Name, err)
 	}
-	// A Task deleted and recreated under the same name must not inherit an old token.
-	if task.UID != owner.UID {
-		return nil, errorf(http.StatusUnauthorized, "invalid token: its task no longer exists")
+	if len(tasks.Items) != 1 {
+		return nil, errorf(http.StatusUnauthorized, "invalid token")
+	}
+	task := tasks.Items[0]
+	if !token.Matches(tok, task.Status.TokenHash) {
+		return nil, errorf(http.StatusUnauthorized, "invalid token")
+	}
+	if aerr := endedTask(&task); aerr != nil {
+		return nil, aerr
+	}
+	var sec corev1.Secret
+	if err := s.opts.Client.Get(ctx, types.NamespacedName{Namespace: task.Namespace, Name: agent.SecretName(task.Name)}, &sec); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, errorf(http.StatusUnauthorized, "invalid token")
+		}
+		return nil, errorf(http.StatusInternalServerError, "failed to get token secret of task %q: %v", task.Name, err)
+	}
+	// The Secret is the Task's own (a Task deleted and recreated under the same name must not
+	// inherit an old Secret) and holds this very token.
+	if owner := metav1.GetControllerOf(&sec); owner == nil || owner.UID != task.UID || owner.Kind != "Task" ||
+		!token.Matches(string(sec.Data[agent.TokenKey]), task.Status.TokenHash) {
+		return nil, errorf(http.StatusUnauthorized, "invalid token")
 	}
 	return &task, nil
+}
+
+// endedTask is the 401 of a token whose Task was cancelled or has finished; nil while it runs.
+func endedTask(task *tatarav1.Task) *apiError {
+	if task.Spec.Cancel == nil && !task.Status.Phase.Terminal() {
+		return nil
+	}
+	phase := task.Status.Phase
+	if !phase.Terminal() {
+		phase = tatarav1.PhaseCancelled
+	}
+	return errorf(http.StatusUnauthorized, "invalid token: task %q has ended (%s); its token no longer works", task.Name, phase)
+}
+
+// stillAuthenticated checks the caller's Task as the API server has it now against the cached
+// copy authenticate accepted: the cache may lag behind the Task's end or a new token, and a
+// write must never land for a token that no longer works.
+func stillAuthenticated(cached, latest *tatarav1.Task) *apiError {
+	if latest.UID != cached.UID || latest.Status.TokenHash != cached.Status.TokenHash {
+		return errorf(http.StatusUnauthorized, "invalid token")
+	}
+	return endedTask(latest)
+}
+
+// recheckCaller reads the caller's Task from the API server and refuses a token that stopped
+// working since authenticate read the cache (stillAuthenticated).
+func (s *Server) recheckCaller(ctx context.Context, c *call) *apiError {
+	var latest tatarav1.Task
+	if err := s.opts.APIReader.Get(ctx, client.ObjectKeyFromObject(c.task), &latest); err != nil {
+		if apierrors.IsNotFound(err) {
+			return errorf(http.StatusUnauthorized, "invalid token")
+		}
+		return errorf(http.StatusInternalServerError, "failed to get task %q: %v", c.task.Name, err)
+	}
+	return stillAuthenticated(c.task, &latest)
 }

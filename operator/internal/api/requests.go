@@ -19,6 +19,8 @@ type subtaskCreateRequest struct {
 	Kind      string `json:"kind"`
 	Repo      string `json:"repo"`
 	Directive string `json:"directive"`
+	// Ref is the child's spec.ref; the CRD validates it (a 400 names the field).
+	Ref string `json:"ref,omitempty"`
 }
 
 func (r *subtaskCreateRequest) validate() *apiError {

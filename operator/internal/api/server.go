@@ -6,6 +6,7 @@ package api
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -28,6 +29,46 @@ import (
 // add to a Task object.
 const DefaultMaxBodyBytes = 16 << 10
 
+// Connection limits of the REST server. Agents can reach it and may misbehave, so no connection
+// may hold a goroutine for long: every route answers after a few API server calls, none of them
+// long-polls (the chat backend's wait tool does, not this API), so a write timeout of 30 s is
+// generous. Bodies are at most MaxBodyBytes (16 KiB by default): 15 s to send one is slow enough
+// for any honest client.
+const (
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadTimeout       = 15 * time.Second
+	DefaultWriteTimeout      = 30 * time.Second
+	DefaultIdleTimeout       = 60 * time.Second
+	// DefaultHandlerTimeout bounds a handler's own work (its context), well inside WriteTimeout:
+	// a handler still waiting when the client has been cut off must not create anything after.
+	DefaultHandlerTimeout = 25 * time.Second
+	// DefaultMaxHeaderBytes fits a bearer token and ordinary headers many times over.
+	DefaultMaxHeaderBytes = 16 << 10
+)
+
+// Limits bound each connection; a zero field takes its Default* value.
+type Limits struct {
+	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout, HandlerTimeout time.Duration
+	MaxHeaderBytes                                                            int
+}
+
+func (l Limits) withDefaults() Limits {
+	def := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&l.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	def(&l.ReadTimeout, DefaultReadTimeout)
+	def(&l.WriteTimeout, DefaultWriteTimeout)
+	def(&l.IdleTimeout, DefaultIdleTimeout)
+	def(&l.HandlerTimeout, DefaultHandlerTimeout)
+	if l.MaxHeaderBytes <= 0 {
+		l.MaxHeaderBytes = DefaultMaxHeaderBytes
+	}
+	return l
+}
+
 // Options configure the REST server.
 type Options struct {
 	// Addr is the listen address, e.g. ":8082".
@@ -42,12 +83,18 @@ type Options struct {
 	Log      *slog.Logger
 	// MaxBodyBytes bounds request bodies; 0 means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// Limits bound each connection's time and header size.
+	Limits Limits
+	// TLS, when set, makes the server speak HTTPS (TLS.Config); nil is plain HTTP.
+	TLS *tls.Config
 }
 
 // Server is the REST API. It implements controller-runtime's manager.Runnable.
 type Server struct {
 	opts Options
 	mux  *http.ServeMux
+	// graceSlots holds one token per request waiting out tokenCacheGrace.
+	graceSlots chan struct{}
 }
 
 // call is one authenticated request.
@@ -113,10 +160,12 @@ func New(opts Options) *Server {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{opts: opts, mux: http.NewServeMux()}
+	opts.Limits = opts.Limits.withDefaults()
+	s := &Server{opts: opts, mux: http.NewServeMux(), graceSlots: make(chan struct{}, maxTokenGraceWaiters)}
 	for _, rt := range s.routes() {
 		s.mux.Handle(rt.method+" "+rt.path, s.timed(rt.path, s.wrap(rt)))
 	}
+	s.mux.Handle(http.MethodPost+" "+TokenReviewPath, s.timed(TokenReviewPath, http.HandlerFunc(s.tokenReview)))
 	s.mux.Handle(fallbackRoute, s.timed(fallbackRoute, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.count("unknown", http.StatusNotFound)
 		writeJSON(w, http.StatusNotFound, errorBody{Error: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)})
@@ -156,10 +205,24 @@ func (s *Server) Start(ctx context.Context) error {
 
 // Serve serves on ln until ctx is done, then shuts down gracefully.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
+	// The server's own errors (a failed TLS handshake, a handler's panic) go to the JSON log too.
+	l := s.opts.Limits
+	srv := &http.Server{Handler: s.mux, ErrorLog: slog.NewLogLogger(s.opts.Log.Handler(), slog.LevelWarn),
+		ReadHeaderTimeout: l.ReadHeaderTimeout, ReadTimeout: l.ReadTimeout, WriteTimeout: l.WriteTimeout,
+		IdleTimeout: l.IdleTimeout, MaxHeaderBytes: l.MaxHeaderBytes}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	s.opts.Log.Info("serving operator REST API", "addr", ln.Addr().String())
+	if s.opts.TLS != nil {
+		srv.TLSConfig = s.opts.TLS
+		// HTTP/1.1 only, as over plain HTTP: the cli needs nothing more, and agents can reach this
+		// port, so HTTP/2's stream-flood class of attacks stays out (controller-runtime's servers
+		// turn HTTP/2 off for the same reason).
+		srv.Protocols = new(http.Protocols)
+		srv.Protocols.SetHTTP1(true)
+		go func() { errc <- srv.ServeTLS(ln, "", "") }()
+	} else {
+		go func() { errc <- srv.Serve(ln) }()
+	}
+	s.opts.Log.Info("serving operator REST API", "addr", ln.Addr().String(), "tls", s.opts.TLS != nil)
 	select {
 	case err := <-errc:
 		return fmt.Errorf("failed to serve REST API on %q: %w", ln.Addr(), err)
@@ -209,7 +272,8 @@ func (s *Server) wrap(rt route) http.Handler {
 }
 
 func (s *Server) serve(rt route, w http.ResponseWriter, r *http.Request) (int, any, *tatarav1.Task) {
-	ctx := r.Context()
+	ctx, cancel := context.WithTimeout(r.Context(), s.opts.Limits.HandlerTimeout)
+	defer cancel()
 	task, aerr := s.authenticate(ctx, r)
 	if aerr != nil {
 		return aerr.status, errorBody{Error: aerr.msg}, nil

@@ -23,6 +23,7 @@ import (
 	"tatara.dev/operator/internal/agent"
 	"tatara.dev/operator/internal/index"
 	"tatara.dev/operator/internal/metrics"
+	"tatara.dev/operator/internal/token"
 )
 
 const durationMetric = "tatara_operator_http_request_duration_seconds"
@@ -46,11 +47,12 @@ func metricsServer(t *testing.T) (api, metricsURL, tok string) {
 	if err := tatarav1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
+	tok = "tatara_" + strings.Repeat("5e", 32)
 	task := &tatarav1.Task{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "t1", UID: types.UID("uid-t1")},
 		Spec:       tatarav1.TaskSpec{Kind: tatarav1.KindSelfImprove, ProjectRef: tatarav1.ProjectReference{Name: "p"}},
+		Status:     tatarav1.TaskStatus{Phase: tatarav1.PhaseRunning, TokenHash: token.Hash(tok)},
 	}
-	tok = "test-token-metrics"
 	b := fake.NewClientBuilder().WithScheme(scheme).WithObjects(task, agent.BuildSecret(task, tok))
 	if err := index.Register(context.Background(), fieldIndexer{b}); err != nil {
 		t.Fatal(err)

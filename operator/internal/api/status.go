@@ -19,8 +19,9 @@ type recorded struct {
 	Result string `json:"result"`
 }
 
-// updateStatus re-reads the Task from the API server, applies mutate and writes the status,
-// retrying on conflicts. mutate returns false when nothing changed (no write).
+// updateStatus re-reads the caller's Task from the API server, applies mutate and writes the
+// status, retrying on conflicts. mutate returns false when nothing changed (no write). A Task that
+// ended, or whose token changed, since authenticate read it from the cache is a 401 and no write.
 func (s *Server) updateStatus(ctx context.Context, task *tatarav1.Task, mutate func(*tatarav1.Task) (bool, *apiError)) (*tatarav1.Task, *apiError) {
 	var aerr *apiError
 	var latest tatarav1.Task
@@ -28,6 +29,9 @@ func (s *Server) updateStatus(ctx context.Context, task *tatarav1.Task, mutate f
 		aerr = nil
 		if err := s.opts.APIReader.Get(ctx, client.ObjectKeyFromObject(task), &latest); err != nil {
 			return err
+		}
+		if aerr = stillAuthenticated(task, &latest); aerr != nil {
+			return nil
 		}
 		changed, merr := mutate(&latest)
 		if merr != nil {

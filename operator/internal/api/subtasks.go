@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,10 +29,49 @@ func subtaskNamePrefix(parent string) string {
 	return parent + "-sub-"
 }
 
+// subtaskLocks serialises subtask_create's count-then-create per Project inside this process.
+// It is enough because the operator runs one active replica: the chart deploys replicas: 1,
+// with leader election for the controller. The REST API itself is served by every replica
+// (NeedLeaderElection is false), so if replicas is raised, requests reaching different
+// replicas are not serialised and a limit can be passed by up to one Task per extra replica.
+var subtaskLocks keyedLock
+
+// keyedLock is one mutex per key; waiting for it gives up when the request's context ends.
+// Keys are never removed: there is one per Project that ever had a subtask created.
+type keyedLock struct {
+	mu    sync.Mutex
+	locks map[string]chan struct{}
+}
+
+func (k *keyedLock) lock(ctx context.Context, key string) (unlock func(), err error) {
+	k.mu.Lock()
+	if k.locks == nil {
+		k.locks = map[string]chan struct{}{}
+	}
+	ch, ok := k.locks[key]
+	if !ok {
+		ch = make(chan struct{}, 1)
+		k.locks[key] = ch
+	}
+	k.mu.Unlock()
+	select {
+	case ch <- struct{}{}:
+		return func() { <-ch }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// subtaskCreate creates a child Task. Before anything is created it checks, in order: the
+// parent kind's row of subtaskPolicy (403), MaxSubtaskDepth, MaxChildrenPerTask and the
+// Project's spec.maxActiveTasks (429 each).
 func (s *Server) subtaskCreate(ctx context.Context, c *call) (int, any, *apiError) {
 	var req subtaskCreateRequest
 	if err := decodeBody(c.w, c.r, s.opts.MaxBodyBytes, &req); err != nil {
 		return 0, nil, err
+	}
+	if aerr := checkSubtaskKind(c.task.Spec.Kind, tatarav1.TaskKind(req.Kind)); aerr != nil {
+		return 0, nil, aerr
 	}
 	p, aerr := s.project(ctx, c.task)
 	if aerr != nil {
@@ -39,6 +79,31 @@ func (s *Server) subtaskCreate(ctx context.Context, c *call) (int, any, *apiErro
 	}
 	if !p.HasRepo(req.Repo) {
 		return 0, nil, errorf(http.StatusBadRequest, "field \"repo\": project %q has no repo %q", p.Name, req.Repo)
+	}
+	// Count, then create, under the Project's lock, so two concurrent requests cannot both
+	// pass a limit with one slot left. It is held until the handler returns, so the parent's
+	// activity entry is written under it too and concurrent creations do not race on it.
+	unlock, err := subtaskLocks.lock(ctx, c.task.Namespace+"/"+c.task.Spec.ProjectRef.Name)
+	if err != nil {
+		return 0, nil, errorf(http.StatusServiceUnavailable, "subtask of %q not created: %v", c.task.Name, err)
+	}
+	defer unlock()
+	// The counts come from the API server, not the cache: the cache may not hold the subtask
+	// the previous request created yet, and would let this one pass a limit.
+	var tasks tatarav1.TaskList
+	if err := s.opts.APIReader.List(ctx, &tasks, client.InNamespace(c.task.Namespace)); err != nil {
+		return 0, nil, errorf(http.StatusInternalServerError, "failed to list tasks of namespace %q: %v", c.task.Namespace, err)
+	}
+	// The parent as the API server has it now: the cache authenticate read may lag behind its end.
+	i := slices.IndexFunc(tasks.Items, func(t tatarav1.Task) bool { return t.UID == c.task.UID })
+	if i < 0 {
+		return 0, nil, errorf(http.StatusUnauthorized, "invalid token")
+	}
+	if aerr := stillAuthenticated(c.task, &tasks.Items[i]); aerr != nil {
+		return 0, nil, aerr
+	}
+	if aerr := checkSubtaskLimits(c.task, tasks.Items, p.Spec.MaxActiveTasks); aerr != nil {
+		return 0, nil, aerr
 	}
 	sub := &tatarav1.Task{
 		ObjectMeta: metav1.ObjectMeta{
@@ -52,7 +117,7 @@ func (s *Server) subtaskCreate(ctx context.Context, c *call) (int, any, *apiErro
 		},
 		Spec: tatarav1.TaskSpec{
 			Kind: tatarav1.TaskKind(req.Kind), ProjectRef: c.task.Spec.ProjectRef,
-			Repo: req.Repo, Directive: req.Directive, Parent: c.task.Name,
+			Repo: req.Repo, Ref: req.Ref, Directive: req.Directive, Parent: c.task.Name,
 		},
 	}
 	if err := s.opts.Client.Create(ctx, sub); err != nil {
@@ -112,6 +177,10 @@ func (s *Server) subtaskCancel(ctx context.Context, c *call) (int, any, *apiErro
 	var req subtaskCancelRequest
 	if err := decodeBody(c.w, c.r, s.opts.MaxBodyBytes, &req); err != nil {
 		return 0, nil, err
+	}
+	// The cancel lands on the subtask, not the caller: check the caller first, as it is now.
+	if aerr := s.recheckCaller(ctx, c); aerr != nil {
+		return 0, nil, aerr
 	}
 	result := resultRecorded
 	var aerr *apiError

@@ -47,6 +47,9 @@ type Config struct {
 	OperatorURL      string
 	MemoryURL        string
 	ChatURL          string
+	// OperatorCABundle is the PEM of the REST API's CA, for TATARA_OPERATOR_CA_BUNDLE; "" when
+	// the API is plain HTTP or its certificate needs no CA of its own.
+	OperatorCABundle string
 }
 
 // TaskReconciler reconciles a Task object.
@@ -95,15 +98,20 @@ func (r *TaskReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res c
 	// a conflict and a requeue instead of a dropped activity entry.
 	defer func() {
 		task.Status.ObservedGeneration = task.Generation
-		if equality.Semantic.DeepEqual(orig.Status, task.Status) {
-			return
-		}
-		if perr := r.Status().Patch(ctx, &task, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); perr != nil {
-			if apierrors.IsConflict(perr) {
-				res = ctrl.Result{RequeueAfter: conflictRequeue}
+		if !equality.Semantic.DeepEqual(orig.Status, task.Status) {
+			if perr := r.Status().Patch(ctx, &task, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); perr != nil {
+				if apierrors.IsConflict(perr) {
+					res = ctrl.Result{RequeueAfter: conflictRequeue}
+					return
+				}
+				err = errors.Join(err, fmt.Errorf("failed to patch status of task %q: %w", task.Name, perr))
 				return
 			}
-			err = errors.Join(err, fmt.Errorf("failed to patch status of task %q: %w", task.Name, perr))
+		}
+		// An ended Task's token stops working (the REST API checks the phase), and its Secret
+		// goes: once the terminal phase is recorded, so a failed delete is retried from it.
+		if task.Status.Phase.Terminal() {
+			err = errors.Join(err, r.deleteSecret(ctx, &task))
 		}
 	}()
 
@@ -115,6 +123,9 @@ func (r *TaskReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res c
 	}
 	if task.Spec.Cancel != nil {
 		return ctrl.Result{}, r.cancel(ctx, &task)
+	}
+	if cascaded, err := r.cancelIfAncestorCancelled(ctx, &task); err != nil || cascaded {
+		return ctrl.Result{}, err
 	}
 
 	var project tatarav1.Project
@@ -132,14 +143,32 @@ func (r *TaskReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res c
 		return ctrl.Result{}, nil
 	}
 
-	if err := r.ensureSecret(ctx, &task); err != nil {
+	// A freshly minted token's hash is recorded with the attempt, before the pod exists (or by the
+	// deferred write when no pod is created yet): a pod never runs with a token that authenticates
+	// nobody, and a restart before that write leaves a Secret whose token is not recorded, which
+	// the next reconcile replaces.
+	if _, err := r.ensureSecret(ctx, &task); err != nil {
+		if errors.Is(err, errStaleCache) {
+			return ctrl.Result{RequeueAfter: conflictRequeue}, nil
+		}
 		return ctrl.Result{}, err
 	}
-	pod, err := r.ensurePod(ctx, &task, &project)
+	// persist writes the status now, for what must be recorded before the pod is created.
+	persist := func() error {
+		if err := r.Status().Patch(ctx, &task, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			return err
+		}
+		orig = task.DeepCopy()
+		return nil
+	}
+	pod, err := r.ensurePod(ctx, &task, &project, persist)
+	if apierrors.IsConflict(err) || errors.Is(err, errStaleCache) {
+		return ctrl.Result{RequeueAfter: conflictRequeue}, nil
+	}
 	if err != nil || pod == nil {
 		return ctrl.Result{}, err
 	}
-	r.mirrorPod(&task, pod)
+	r.mirrorPod(&task, pod, retryAllowed(&project, &task))
 	return ctrl.Result{}, nil
 }
 
@@ -160,42 +189,93 @@ func (r *TaskReconciler) deleteStale(ctx context.Context, o client.Object) error
 	return errStaleObject
 }
 
-// ensureSecret creates the Task's token Secret once; an existing Secret is never re-minted,
-// so a restarted operator keeps the token the running agent already holds.
-func (r *TaskReconciler) ensureSecret(ctx context.Context, task *tatarav1.Task) error {
+// errStaleCache makes the controller retry soon: the cached Task is older than the token Secret.
+var errStaleCache = errors.New("the cached task is older than its token secret; retrying")
+
+// ensureSecret makes sure the Task's token Secret is the one the operator minted: under the
+// expected name, controlled by the Task, holding a token whose hash is status.tokenHash. An
+// existing Secret that is anything else (left over from a deleted Task of the same name, planted
+// in advance, or created by a reconcile that stopped before recording its hash) is never trusted:
+// it is deleted and a fresh token is minted. A trusted Secret is never re-minted, so a restarted
+// operator keeps the token the running agent already holds. minted reports a new token, whose
+// hash the caller must record in the status before the pod is created.
+func (r *TaskReconciler) ensureSecret(ctx context.Context, task *tatarav1.Task) (minted bool, err error) {
 	name := agent.SecretName(task.Name)
 	task.Status.SecretName = name
+	key := types.NamespacedName{Namespace: task.Namespace, Name: name}
 	var existing corev1.Secret
-	err := r.Get(ctx, types.NamespacedName{Namespace: task.Namespace, Name: name}, &existing)
+	err = r.Get(ctx, key, &existing)
 	if err == nil {
-		if ownedBy(&existing, task) {
-			return nil
-		}
-		// Left over from a deleted Task of the same name that the garbage collector has not
-		// removed yet: its token must not pass to the new Task.
-		return r.deleteStale(ctx, &existing)
+		return false, r.checkSecret(ctx, task, &existing)
 	}
 	if !apierrors.IsNotFound(err) {
-		return fmt.Errorf("failed to get secret %q: %w", name, err)
+		return false, fmt.Errorf("failed to get secret %q: %w", name, err)
 	}
 	tok, err := token.New()
 	if err != nil {
-		return err
+		return false, err
 	}
 	if err := r.Create(ctx, agent.BuildSecret(task, tok)); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			return nil // created by an earlier reconcile the cache has not seen yet
+		if !apierrors.IsAlreadyExists(err) {
+			return false, fmt.Errorf("failed to create secret %q: %w", name, err)
 		}
-		return fmt.Errorf("failed to create secret %q: %w", name, err)
+		// Created by an earlier reconcile the cache has not seen yet, or by someone else (the
+		// cache holds only the operator's labelled Secrets): judged like any existing one.
+		if err := r.APIReader.Get(ctx, key, &existing); err != nil {
+			return false, fmt.Errorf("failed to get secret %q: %w", name, err)
+		}
+		return false, r.checkSecret(ctx, task, &existing)
 	}
+	task.Status.TokenHash = token.Hash(tok)
 	if r.Metrics != nil {
 		r.Metrics.TokenSecretsCreated.Inc()
+	}
+	return true, nil
+}
+
+// checkSecret accepts an existing token Secret only if it is the one whose token hash the Task's
+// status records; anything else is deleted.
+func (r *TaskReconciler) checkSecret(ctx context.Context, task *tatarav1.Task, s *corev1.Secret) error {
+	if !ownedBy(s, task) {
+		// Not the Task's (a deleted Task of the same name, or planted): its token must not pass.
+		return r.deleteStale(ctx, s)
+	}
+	if token.Matches(string(s.Data[agent.TokenKey]), task.Status.TokenHash) {
+		return nil
+	}
+	// Before deleting a Secret the Task controls, make sure the cached Task is not just older
+	// than the status write that recorded its hash: that Secret's token may be in a running pod.
+	var fresh tatarav1.Task
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(task), &fresh); err != nil {
+		return fmt.Errorf("failed to get task %q: %w", task.Name, err)
+	}
+	if fresh.UID == task.UID && fresh.Status.TokenHash != task.Status.TokenHash {
+		return errStaleCache
+	}
+	return r.deleteStale(ctx, s)
+}
+
+// deleteSecret removes the token Secret of an ended Task; its token no longer authenticates.
+func (r *TaskReconciler) deleteSecret(ctx context.Context, task *tatarav1.Task) error {
+	var s corev1.Secret
+	err := r.Get(ctx, types.NamespacedName{Namespace: task.Namespace, Name: agent.SecretName(task.Name)}, &s)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("failed to get secret %q: %w", agent.SecretName(task.Name), err)
+	}
+	uid := s.UID
+	if err := r.Delete(ctx, &s, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("failed to delete secret %q of ended task %q: %w", s.Name, task.Name, err)
 	}
 	return nil
 }
 
-// runtimeImage reads key "image" of a runtime ConfigMap; the error is a condition reason.
-func (r *TaskReconciler) runtimeImage(ctx context.Context, name string) (string, string, error) {
+// runtimeConfig reads one runtime ConfigMap: its image, and the resources of its containers into
+// res. A missing ConfigMap, a missing image or malformed resources return a reason for the
+// Task's condition (the ConfigMap watch requeues the Task when it changes); other errors none.
+func (r *TaskReconciler) runtimeConfig(ctx context.Context, name string, res *agent.Resources) (string, string, error) {
 	var cm corev1.ConfigMap
 	key := types.NamespacedName{Namespace: r.Config.RuntimeNamespace, Name: name}
 	if err := r.Get(ctx, key, &cm); err != nil {
@@ -208,107 +288,32 @@ func (r *TaskReconciler) runtimeImage(ctx context.Context, name string) (string,
 	if img == "" {
 		return "", tatarav1.ReasonRuntimeConfigInvalid, fmt.Errorf("configmap %s has no non-empty key %q", key, ImageKey)
 	}
+	if err := runtimeResources(&cm, res); err != nil {
+		return "", tatarav1.ReasonRuntimeConfigInvalid, err
+	}
 	return img, "", nil
 }
 
-// ensurePod returns the Task's pod, creating it when it never existed. nil, nil means the
-// Task waits (a condition says why) or its pod vanished (the Task failed).
-func (r *TaskReconciler) ensurePod(ctx context.Context, task *tatarav1.Task, project *tatarav1.Project) (*corev1.Pod, error) {
-	name := agent.PodName(task.Name)
-	var pod corev1.Pod
-	err := r.Get(ctx, types.NamespacedName{Namespace: task.Namespace, Name: name}, &pod)
-	if err == nil {
-		if !ownedBy(&pod, task) {
-			return nil, r.deleteStale(ctx, &pod)
-		}
-		return &pod, nil
-	}
-	if !apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("failed to get pod %q: %w", name, err)
-	}
-	if task.Status.PodName != "" {
-		// The cache may lag behind our own create: ask the API server before concluding.
-		err = r.APIReader.Get(ctx, types.NamespacedName{Namespace: task.Namespace, Name: name}, &pod)
-		if err == nil {
-			return &pod, nil
-		}
-		if !apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("failed to get pod %q: %w", name, err)
-		}
-		// One pod per Task, ever: a pod that disappeared is not replaced.
-		task.Status.Phase = tatarav1.PhaseFailed
-		r.setReady(task, metav1.ConditionFalse, tatarav1.ReasonPodMissing, fmt.Sprintf("agent pod %q was deleted before it finished", name))
-		task.Status.AddActivity(metav1.Now(), tatarav1.ActivityPod, "agent pod deleted before it finished")
-		return nil, nil
-	}
-
-	cfg := agent.Config{OperatorURL: r.Config.OperatorURL, MemoryURL: r.Config.MemoryURL, ChatURL: r.Config.ChatURL}
+// podConfig is the pod builder's input: the operator's URLs and the runtime ConfigMaps' images
+// and container resources. ok false means the Task waits for a ConfigMap (its condition says which).
+func (r *TaskReconciler) podConfig(ctx context.Context, task *tatarav1.Task) (agent.Config, bool, error) {
+	cfg := agent.Config{OperatorURL: r.Config.OperatorURL, OperatorCABundle: r.Config.OperatorCABundle,
+		MemoryURL: r.Config.MemoryURL, ChatURL: r.Config.ChatURL}
 	for _, rc := range []struct {
 		cm  string
 		dst *string
 	}{{CLIRuntimeConfigMap, &cfg.CLIImage}, {WrapperRuntimeConfigMap, &cfg.WrapperImage}} {
-		img, reason, err := r.runtimeImage(ctx, rc.cm)
+		img, reason, err := r.runtimeConfig(ctx, rc.cm, &cfg.Resources)
 		if err != nil && reason == "" {
-			return nil, err
+			return cfg, false, err
 		}
 		if err != nil {
 			r.setReady(task, metav1.ConditionFalse, reason, err.Error())
-			return nil, nil // the ConfigMap watch requeues this Task
+			return cfg, false, nil // the ConfigMap watch requeues this Task
 		}
 		*rc.dst = img
 	}
-
-	// The deterministic name makes the create itself the duplicate check: a pod created by
-	// an earlier reconcile whose status write was lost answers AlreadyExists.
-	desired := agent.BuildPod(task, project, cfg)
-	if err := r.Create(ctx, desired); err != nil {
-		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
-			// The API server refused the pod (e.g. a Project extraEnv it rejects, Pod Security,
-			// a quota): say so on the Task. Invalid stays until the Task or Project changes (both
-			// watched); Forbidden may pass (quota), so it is retried with backoff.
-			r.setReady(task, metav1.ConditionFalse, tatarav1.ReasonPodRejected, fmt.Sprintf("the API server rejected agent pod %q: %v", name, err))
-			if apierrors.IsForbidden(err) {
-				return nil, fmt.Errorf("failed to create pod %q: %w", name, err)
-			}
-			return nil, nil
-		}
-		if !apierrors.IsAlreadyExists(err) {
-			return nil, fmt.Errorf("failed to create pod %q: %w", name, err)
-		}
-		if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: task.Namespace, Name: name}, &pod); err != nil {
-			return nil, fmt.Errorf("failed to get pod %q: %w", name, err)
-		}
-		if !ownedBy(&pod, task) {
-			return nil, r.deleteStale(ctx, &pod)
-		}
-		task.Status.PodName = name
-		return &pod, nil
-	}
-	if r.Metrics != nil {
-		r.Metrics.AgentPodsCreated.Inc()
-	}
-	logf.FromContext(ctx).Info("created agent pod", "pod", name, "kind", task.Spec.Kind, "profile", agent.ToolProfileForKind(task.Spec.Kind))
-	task.Status.PodName = name
-	task.Status.AddActivity(metav1.Now(), tatarav1.ActivityPod, fmt.Sprintf("agent pod %s created (profile %q)", name, agent.ToolProfileForKind(task.Spec.Kind)))
-	r.event(task, "PodCreated", "Create", fmt.Sprintf("created agent pod %s", name))
-	return desired, nil
-}
-
-// cancel deletes the pod (if any) and ends the Task as Cancelled.
-func (r *TaskReconciler) cancel(ctx context.Context, task *tatarav1.Task) error {
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: task.Namespace, Name: agent.PodName(task.Name)}}
-	if err := r.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("failed to delete pod %q: %w", pod.Name, err)
-	}
-	msg := "cancelled"
-	if task.Spec.Cancel.Reason != "" {
-		msg = "cancelled: " + task.Spec.Cancel.Reason
-	}
-	task.Status.Phase = tatarav1.PhaseCancelled
-	r.setReady(task, metav1.ConditionFalse, tatarav1.ReasonCancelled, msg)
-	task.Status.AddActivity(metav1.Now(), tatarav1.ActivityPod, msg)
-	r.event(task, tatarav1.ReasonCancelled, "Cancel", msg)
-	return nil
+	return cfg, true, nil
 }
 
 func (r *TaskReconciler) event(task *tatarav1.Task, reason, action, note string) {
@@ -325,6 +330,8 @@ func (r *TaskReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Opti
 		Owns(&corev1.Pod{}).
 		Owns(&corev1.Secret{}).
 		Watches(&tatarav1.Project{}, handler.EnqueueRequestsFromMapFunc(r.tasksOfProject)).
+		// A cancelled Task's unfinished descendants, to cancel them too.
+		Watches(&tatarav1.Task{}, handler.EnqueueRequestsFromMapFunc(r.descendantsOfCancelled)).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.waitingTasks),
 			builder.WithPredicates(predicate.NewPredicateFuncs(r.isRuntimeConfigMap))).
 		Named("task").
@@ -355,11 +362,12 @@ func (r *TaskReconciler) waitingTasks(ctx context.Context, _ client.Object) []re
 	return pendingRequests(list.Items)
 }
 
-// pendingRequests keeps the Tasks that still wait for their pod.
+// pendingRequests keeps the Tasks that still wait for their pod: the first one, or a retry's.
 func pendingRequests(tasks []tatarav1.Task) []reconcile.Request {
 	var out []reconcile.Request
 	for _, t := range tasks {
-		if t.Status.PodName == "" && !t.Status.Phase.Terminal() {
+		a := t.Status.CurrentAttempt()
+		if (t.Status.PodName == "" || (a != nil && a.Finished())) && !t.Status.Phase.Terminal() {
 			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&t)})
 		}
 	}

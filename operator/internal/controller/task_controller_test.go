@@ -14,10 +14,14 @@ func TestPendingRequests(t *testing.T) {
 		{ObjectMeta: metav1.ObjectMeta{Name: "waiting", Namespace: "n"}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "has-pod", Namespace: "n"}, Status: tatarav1.TaskStatus{PodName: "p"}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "cancelled", Namespace: "n"}, Status: tatarav1.TaskStatus{Phase: tatarav1.PhaseCancelled}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "retry", Namespace: "n"}, Status: tatarav1.TaskStatus{PodName: "p", Phase: tatarav1.PhasePending,
+			Attempts: []tatarav1.TaskAttempt{{Number: 1, FinishedAt: &metav1.Time{}, Reason: tatarav1.ReasonEvicted}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "running", Namespace: "n"}, Status: tatarav1.TaskStatus{PodName: "p", Phase: tatarav1.PhaseRunning,
+			Attempts: []tatarav1.TaskAttempt{{Number: 1}}}},
 	}
 	reqs := pendingRequests(tasks)
-	if len(reqs) != 1 || reqs[0].Name != "waiting" || reqs[0].Namespace != "n" {
-		t.Fatalf("requests %+v, want only n/waiting", reqs)
+	if len(reqs) != 2 || reqs[0].Name != "waiting" || reqs[0].Namespace != "n" || reqs[1].Name != "retry" {
+		t.Fatalf("requests %+v, want n/waiting and n/retry (a retry waits for its pod too)", reqs)
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
@@ -43,12 +45,20 @@ type Options struct {
 	// APIAddr is the REST API's listen address; APIListener, when set, is used instead.
 	APIAddr     string
 	APIListener net.Listener
+	// APITLSCertDir, when set, makes the REST API serve HTTPS with the tls.crt and tls.key of
+	// this directory (a mounted kubernetes.io/tls Secret), reloaded when they change; its
+	// ca.crt, if any, goes to agent pods as TATARA_OPERATOR_CA_BUNDLE. Empty is plain HTTP.
+	APITLSCertDir string
 	// LeaderElection enables leader election (the controller runs on one replica; every
 	// replica serves the REST API).
 	LeaderElection          bool
 	LeaderElectionNamespace string
 	// Controller holds the runtime ConfigMap namespace and the backend URLs.
 	Controller controller.Config
+	// AgentNamespaces are the namespaces of the Projects and Tasks the operator serves: its cache
+	// (Tasks, Projects, agent pods, token Secrets) watches only these, so its RBAC can be Roles
+	// there. Empty means every namespace (development: needs cluster-wide RBAC).
+	AgentNamespaces []string
 	// MaxBodyBytes bounds REST request bodies.
 	MaxBodyBytes int64
 	// Registerer receives the operator's metrics; nil means controller-runtime's registry,
@@ -88,6 +98,13 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
+	apiTLS, err := loadAPITLS(opts.APITLSCertDir, opts.Controller.OperatorURL)
+	if err != nil {
+		return nil, err
+	}
+	if apiTLS != nil {
+		opts.Controller.OperatorCABundle = apiTLS.CABundle
+	}
 	reg := opts.Registerer
 	if reg == nil {
 		reg = ctrlmetrics.Registry
@@ -107,13 +124,10 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		// main exits right after the manager stops, so handing the lease over at once is safe
 		// and spares the next replica a full lease duration.
 		LeaderElectionReleaseOnCancel: true,
-		// Only the operator's own pods and Secrets are cached, and only the runtime ConfigMaps'
-		// namespace: an operator watching a busy cluster must not mirror every Secret.
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&corev1.Secret{}:    {Label: managed},
-			&corev1.Pod{}:       {Label: managed},
-			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{opts.Controller.RuntimeNamespace: {}}},
-		}},
+		// Only the operator's own pods and Secrets are cached, only in the agent namespaces, and
+		// ConfigMaps only in the runtime namespace: an operator watching a busy cluster must not
+		// mirror every Secret, nor need RBAC to.
+		Cache: cacheOptions(opts.AgentNamespaces, opts.Controller.RuntimeNamespace, managed),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("failed to create manager: %w", err)
@@ -135,10 +149,19 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		return nil, fmt.Errorf("failed to set up task controller: %w", err)
 	}
 
-	srv := api.New(api.Options{
+	apiOpts := api.Options{
 		Addr: opts.APIAddr, Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: rec,
 		Metrics: m, Log: opts.Log.With("component", "api"), MaxBodyBytes: opts.MaxBodyBytes,
-	})
+	}
+	if apiTLS != nil {
+		apiOpts.TLS = apiTLS.Config()
+		// Every replica serves the API, so every replica watches its certificate (the watcher
+		// needs no leader election).
+		if err := mgr.Add(apiTLS.Watcher); err != nil {
+			return nil, fmt.Errorf("failed to add the REST API's certificate watcher: %w", err)
+		}
+	}
+	srv := api.New(apiOpts)
 	var runnable interface {
 		Start(context.Context) error
 	} = srv
@@ -155,6 +178,59 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		return nil, fmt.Errorf("failed to add readyz check: %w", err)
 	}
 	return &Operator{Manager: mgr, Metrics: m, API: srv}, nil
+}
+
+// loadAPITLS loads the REST API's certificate from dir (nil when dir is empty). The URL agent pods
+// get must then be https: over http the cli would send its Task token to a TLS port in clear, and
+// fail on every call.
+func loadAPITLS(dir, operatorURL string) (*api.TLS, error) {
+	if dir == "" {
+		return nil, nil
+	}
+	if u, err := url.Parse(operatorURL); err != nil || u.Scheme != "https" {
+		return nil, fmt.Errorf("failed to configure REST API TLS: the operator URL given to agent pods, %q, is not https", operatorURL)
+	}
+	return api.LoadTLS(dir)
+}
+
+// cacheOptions scopes the cache: every object to agentNamespaces (all namespaces when empty),
+// pods and Secrets further to the operator's label, ConfigMaps to runtimeNamespace alone, and
+// strips managedFields from everything it holds.
+func cacheOptions(agentNamespaces []string, runtimeNamespace string, managed labels.Selector) cache.Options {
+	var defaults map[string]cache.Config
+	for _, ns := range agentNamespaces {
+		if defaults == nil {
+			defaults = map[string]cache.Config{}
+		}
+		defaults[ns] = cache.Config{}
+	}
+	return cache.Options{
+		DefaultNamespaces: defaults,
+		// managedFields is the largest part of a small object and the operator never reads it;
+		// an update sent without it leaves the API server's copy as it is.
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Secret{}:    {Label: managed},
+			&corev1.Pod{}:       {Label: managed},
+			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{runtimeNamespace: {}}},
+		},
+	}
+}
+
+// ParseNamespaces splits a comma-separated --agent-namespaces value, dropping blanks and
+// duplicates; "" gives nil (every namespace).
+func ParseNamespaces(s string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, ns := range strings.Split(s, ",") {
+		ns = strings.TrimSpace(ns)
+		if ns == "" || seen[ns] {
+			continue
+		}
+		seen[ns] = true
+		out = append(out, ns)
+	}
+	return out
 }
 
 type listenerRunnable struct {

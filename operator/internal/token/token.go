@@ -1,12 +1,17 @@
 // Package token mints, hashes and reads the per-Task API tokens: the controller mints one
-// into each Task's Secret, the cache indexes those Secrets by the token's hash, and the REST
-// API hashes the bearer token a caller presents to find its Task in that index. Tokens are
+// into each Task's Secret and records its hash in the Task status (status.tokenHash), and the
+// REST API hashes the bearer token a caller presents to find its Task by that hash. Tokens are
 // never index keys in clear.
+//
+// A token is Prefix followed by 2*Size lower-case hex characters (tatara_<64 hex>): the shape
+// alone lets the cli's and the wrapper's log redaction (tatara.dev/cli/pkg/redact) mask a token
+// without knowing its value.
 package token
 
 import (
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
 	"strings"
@@ -15,19 +20,48 @@ import (
 // Size is the number of random bytes in a token; New hex-encodes them (2*Size characters).
 const Size = 32
 
-// New mints a token: Size random bytes, hex encoded.
+// Prefix starts every token, so a token is recognisable by its shape.
+const Prefix = "tatara_"
+
+// Len is the length of a token: Prefix and 2*Size hex characters.
+const Len = len(Prefix) + 2*Size
+
+// New mints a token: Prefix and Size random bytes, hex encoded.
 func New() (string, error) {
 	b := make([]byte, Size)
 	if _, err := rand.Read(b); err != nil {
 		return "", fmt.Errorf("failed to read random token: %w", err)
 	}
-	return hex.EncodeToString(b), nil
+	return Prefix + hex.EncodeToString(b), nil
 }
 
-// Hash is the hex SHA-256 of a token: the key the token Secrets are indexed by.
+// Valid reports whether s has the shape of a token New mints.
+func Valid(s string) bool {
+	rest, ok := strings.CutPrefix(s, Prefix)
+	if !ok || len(rest) != 2*Size {
+		return false
+	}
+	for i := 0; i < len(rest); i++ {
+		if c := rest[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// Hash is the hex SHA-256 of a token: the value recorded in the Task's status.tokenHash.
 func Hash(token string) string {
 	sum := sha256.Sum256([]byte(token))
 	return hex.EncodeToString(sum[:])
+}
+
+// Matches reports, in constant time, whether token hashes to hash (a status.tokenHash). An
+// empty hash matches nothing.
+func Matches(token, hash string) bool {
+	if hash == "" {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(Hash(token)), []byte(hash)) == 1
 }
 
 // FromAuthorization reads the token of an "Authorization: Bearer <token>" header value,

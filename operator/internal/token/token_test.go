@@ -13,11 +13,18 @@ func TestNew(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(tok) != 2*Size {
-			t.Fatalf("token %q has %d characters, want %d", tok, len(tok), 2*Size)
+		if len(tok) != Len || Len != 71 {
+			t.Fatalf("token %q has %d characters, want %d (tatara_ and 64 hex)", tok, len(tok), Len)
 		}
-		if b, err := hex.DecodeString(tok); err != nil || len(b) != Size {
-			t.Fatalf("token %q is not %d hex-encoded bytes: %v", tok, Size, err)
+		rest, ok := strings.CutPrefix(tok, "tatara_")
+		if !ok {
+			t.Fatalf("token %q does not start with tatara_", tok)
+		}
+		if b, err := hex.DecodeString(rest); err != nil || len(b) != Size || rest != strings.ToLower(rest) {
+			t.Fatalf("token %q is not tatara_ and %d lower-case hex-encoded bytes: %v", tok, Size, err)
+		}
+		if !Valid(tok) {
+			t.Fatalf("Valid(%q) = false for a minted token", tok)
 		}
 		if seen[tok] {
 			t.Fatalf("token %q minted twice", tok)
@@ -53,6 +60,54 @@ func TestHash(t *testing.T) {
 	}
 }
 
+func TestValid(t *testing.T) {
+	hex64 := strings.Repeat("0123456789abcdef", 4)
+	tests := []struct {
+		name string
+		s    string
+		want bool
+	}{
+		{"minted shape", "tatara_" + hex64, true},
+		{"no prefix", hex64, false},
+		{"other prefix", "tatara-" + hex64, false},
+		{"upper-case hex", "tatara_" + strings.ToUpper(hex64), false},
+		{"too short", "tatara_" + hex64[1:], false},
+		{"too long", "tatara_" + hex64 + "0", false},
+		{"not hex", "tatara_" + strings.Repeat("g", 64), false},
+		{"empty", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Valid(tt.s); got != tt.want {
+				t.Fatalf("Valid(%q) = %v, want %v", tt.s, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestMatches(t *testing.T) {
+	tok, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !Matches(tok, Hash(tok)) {
+		t.Fatal("a token must match its own hash")
+	}
+	if Matches(other, Hash(tok)) {
+		t.Fatal("a token must not match another token's hash")
+	}
+	if Matches(tok, "") || Matches("", "") {
+		t.Fatal("an empty hash (none recorded yet) must match nothing")
+	}
+	if Matches(tok, Hash(tok)[:63]) {
+		t.Fatal("a truncated hash must not match")
+	}
+}
+
 func TestFromAuthorization(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -61,6 +116,7 @@ func TestFromAuthorization(t *testing.T) {
 		wantOK bool
 	}{
 		{"bearer token", "Bearer abc123", "abc123", true},
+		{"minted shape", "Bearer tatara_" + strings.Repeat("ab", 32), "tatara_" + strings.Repeat("ab", 32), true},
 		{"surrounding space is dropped", "Bearer   abc123 \t", "abc123", true},
 		{"no header", "", "", false},
 		{"scheme only", "Bearer ", "", false},

@@ -19,14 +19,26 @@ import (
 
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 	"tatara.dev/operator/internal/agent"
+	tokenpkg "tatara.dev/operator/internal/token"
 )
 
-// token reads a Task's token from its real Secret, as the kubelet would for TATARA_TOKEN.
+// token reads a Task's token from its real Secret, as the kubelet would for TATARA_TOKEN, once
+// the Task's status records its hash (the operator writes it right after creating the Secret).
 func token(t testing.TB, ns, task string) string {
 	t.Helper()
 	var s corev1.Secret
-	eventually(t, 20*time.Second, "token secret of "+task, func() error {
-		return k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: agent.SecretName(task)}, &s)
+	eventually(t, 20*time.Second, "token secret of "+task+" recorded in its status", func() error {
+		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: agent.SecretName(task)}, &s); err != nil {
+			return err
+		}
+		var got tatarav1.Task
+		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: task}, &got); err != nil {
+			return err
+		}
+		if h := tokenpkg.Hash(string(s.Data[agent.TokenKey])); got.Status.TokenHash != h {
+			return fmt.Errorf("status.tokenHash %q, the Secret's token hashes to %q", got.Status.TokenHash, h)
+		}
+		return nil
 	})
 	return string(s.Data[agent.TokenKey])
 }
@@ -91,7 +103,8 @@ func TestRESTStatusCodes(t *testing.T) {
 		check       func(t *testing.T, r response)
 	}{
 		{name: "no token", method: "GET", path: "/api/v1/tasks/impl", code: 401, errContains: "bearer token"},
-		{name: "unknown token", method: "GET", path: "/api/v1/tasks/impl", tok: strings.Repeat("0", 64), code: 401, errContains: "invalid token"},
+		{name: "unknown token", method: "GET", path: "/api/v1/tasks/impl", tok: "tatara_" + strings.Repeat("0", 64), code: 401, errContains: "invalid token"},
+		{name: "not a token's shape", method: "GET", path: "/api/v1/tasks/impl", tok: strings.Repeat("0", 64), code: 401, errContains: "invalid token"},
 		{name: "own task", method: "GET", path: "/api/v1/tasks/impl", tok: implTok, code: 200, check: func(t *testing.T, r response) {
 			if r.body["name"] != "impl" || r.body["kind"] != "implement" || r.body["project"] != "p" {
 				t.Fatalf("task view %v", r.body)
@@ -241,8 +254,8 @@ func TestRESTSubtasks(t *testing.T) {
 	}
 	// The subtask is a real Task: the controller gives it its own pod with the review profile.
 	pod := waitPod(t, ns, sub)
-	if pod.Spec.Containers[0].Env[7].Value != "review" {
-		t.Fatalf("subtask profile %q", pod.Spec.Containers[0].Env[7].Value)
+	if p := profileOf(pod.Spec.Containers[0]); p != "review" {
+		t.Fatalf("subtask profile %q", p)
 	}
 	eventually(t, 10*time.Second, "subtask in list", func() error {
 		r := call(t, op.url, "GET", "/api/v1/tasks/parent/subtasks", tok, "")
@@ -299,6 +312,11 @@ func TestTokenOfDeletedTaskIsRejected(t *testing.T) {
 		}
 		if o := metav1.GetControllerOf(&s); o == nil || o.UID != again.UID {
 			return fmt.Errorf("secret still owned by %+v", o)
+		}
+		// Only a token whose hash the recreated Task's status records is the one it keeps: a
+		// Secret minted by a reconcile that could not record its hash is replaced.
+		if h := tokenpkg.Hash(string(s.Data[agent.TokenKey])); getTask(t, ns, "gone").Status.TokenHash != h {
+			return fmt.Errorf("the recreated task's status does not record the secret's token (yet)")
 		}
 		newTok = string(s.Data[agent.TokenKey])
 		return nil

@@ -18,6 +18,7 @@ import (
 
 	"tatara.dev/cli/pkg/testutil"
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
+	"tatara.dev/operator/internal/agent"
 )
 
 // TestBinary builds cmd/ and runs the real tatara-operator process against the API server:
@@ -67,8 +68,8 @@ func TestBinary(t *testing.T) {
 	newProject(t, ns, "p")
 	task := newTask(t, ns, "from-binary", "p", tatarav1.KindIncident)
 	pod := waitPod(t, ns, task.Name)
-	if v := pod.Spec.InitContainers[0].Env[4]; v.Name != "TATARA_MEMORY_URL" || v.Value != "http://memory.test:8080" {
-		t.Fatalf("flag --memory-url not in the pod env: %+v", v)
+	if env := initContainer(t, pod, agent.CLIContainer).Env; len(env) < 5 || env[4].Name != "TATARA_MEMORY_URL" || env[4].Value != "http://memory.test:8080" {
+		t.Fatalf("flag --memory-url not in the cli container's env: %+v", env)
 	}
 	if r := call(t, "http://"+apiAddr, "GET", "/api/v1/tasks/from-binary", token(t, ns, task.Name), ""); r.code != 200 {
 		t.Fatalf("task_get through the process = %d %s", r.code, r.raw)

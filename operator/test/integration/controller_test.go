@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -24,6 +23,7 @@ import (
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 	"tatara.dev/operator/internal/agent"
 	"tatara.dev/operator/internal/controller"
+	tokenpkg "tatara.dev/operator/internal/token"
 )
 
 func agentPods(t testing.TB, ns, task string) []corev1.Pod {
@@ -71,22 +71,45 @@ func waitReason(t testing.TB, ns, name, reason string) *tatarav1.Task {
 	return task
 }
 
-// bumpAndWaitReconciled changes the Task's spec (a new generation) and waits until a
-// reconcile has written that generation to status.observedGeneration: every reconcile
-// passes through the pod step before its status write.
-func bumpAndWaitReconciled(t testing.TB, task *tatarav1.Task, i int) {
+// pokeAndWaitReconciled makes the operator reconcile the Task (an annotation change is an update
+// event) and waits until a reconcile has finished after it. Not a spec change: every spec field
+// but cancel is immutable, so a new generation cannot serve as the proof.
+func pokeAndWaitReconciled(t testing.TB, op *operator, task *tatarav1.Task, i int) {
 	t.Helper()
-	patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"directive":"updated %d"}}`, i))
+	reconciles := func() float64 {
+		return testutil.ToFloat64(op.Metrics.TaskReconciles.WithLabelValues("ok")) +
+			testutil.ToFloat64(op.Metrics.TaskReconciles.WithLabelValues("error"))
+	}
+	before := reconciles()
+	patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"annotations":{"test.tatara.dev/poke":"%d"}}}`, i))
 	if err := k8s.Patch(context.Background(), task, patch); err != nil {
 		t.Fatalf("failed to patch task: %v", err)
 	}
-	eventually(t, 20*time.Second, "reconcile of generation "+fmt.Sprint(task.Generation), func() error {
-		got := getTask(t, task.Namespace, task.Name)
-		if got.Status.ObservedGeneration != task.Generation {
-			return fmt.Errorf("observedGeneration %d, generation %d", got.Status.ObservedGeneration, task.Generation)
+	eventually(t, 20*time.Second, "a reconcile after the poke", func() error {
+		if n := reconciles(); n <= before {
+			return fmt.Errorf("%v reconciles, %v before the poke", n, before)
 		}
 		return nil
 	})
+}
+
+func initContainer(t testing.TB, pod corev1.Pod, name string) corev1.Container {
+	t.Helper()
+	i := slices.IndexFunc(pod.Spec.InitContainers, func(c corev1.Container) bool { return c.Name == name })
+	if i < 0 {
+		t.Fatalf("pod %s has no init container %s", pod.Name, name)
+	}
+	return pod.Spec.InitContainers[i]
+}
+
+// profileOf is the container's first TATARA_TOOL_PROFILE, the one from the Task kind.
+func profileOf(c corev1.Container) string {
+	for _, e := range c.Env {
+		if e.Name == "TATARA_TOOL_PROFILE" {
+			return e.Value
+		}
+	}
+	return ""
 }
 
 func envNames(env []corev1.EnvVar) []string {
@@ -110,9 +133,13 @@ func TestReconcileCreatesExactlyOnePod(t *testing.T) {
 	pod := waitPod(t, ns, task.Name)
 	contract := []string{"TATARA_PROJECT", "TATARA_TASK", "TATARA_TASK_KIND", "TATARA_OPERATOR_URL",
 		"TATARA_MEMORY_URL", "TATARA_CHAT_URL", "TATARA_TOKEN", "TATARA_TOOL_PROFILE"}
-	cli := pod.Spec.InitContainers[0]
+	// The Task names a repo: workspace-init clones it before the cli sidecar starts.
+	if n := pod.Spec.InitContainers[0].Name; n != agent.WorkspaceInitContainer {
+		t.Fatalf("first init container %s, want %s", n, agent.WorkspaceInitContainer)
+	}
+	cli := pod.Spec.InitContainers[1]
 	if cli.Name != agent.CLIContainer || cli.Image != cliImage || cli.RestartPolicy == nil || *cli.RestartPolicy != corev1.ContainerRestartPolicyAlways {
-		t.Fatalf("first init container must be the cli native sidecar from %s, got %s %s", cliImage, cli.Name, cli.Image)
+		t.Fatalf("second init container must be the cli native sidecar from %s, got %s %s", cliImage, cli.Name, cli.Image)
 	}
 	if got, want := envNames(cli.Env), append(slices.Clone(contract), "TATARA_TOOL_PROFILE", "EXTRA"); !slices.Equal(got, want) {
 		t.Fatalf("cli env %v, want %v", got, want)
@@ -121,11 +148,14 @@ func TestReconcileCreatesExactlyOnePod(t *testing.T) {
 	if w.Name != agent.WrapperContainer || w.Image != wrapperImage {
 		t.Fatalf("main container must be the wrapper from %s, got %s %s", wrapperImage, w.Name, w.Image)
 	}
-	if got := envNames(w.Env); !slices.Equal(got[:8], contract) || !slices.Equal(got[len(got)-2:], []string{"TATARA_TOOL_PROFILE", "EXTRA"}) {
-		t.Fatalf("wrapper env %v: want the contract first and the extras last", got)
+	// The wrapper (where the agent runs) gets the contract without the token: only the cli has it.
+	noToken := slices.DeleteFunc(slices.Clone(contract), func(n string) bool { return n == "TATARA_TOKEN" })
+	if got := envNames(w.Env); !slices.Equal(got[:7], noToken) || !slices.Equal(got[len(got)-2:], []string{"TATARA_TOOL_PROFILE", "EXTRA"}) ||
+		slices.Contains(got, "TATARA_TOKEN") {
+		t.Fatalf("wrapper env %v: want the contract without TATARA_TOKEN first and the extras last", got)
 	}
-	if w.Env[7].Value != "implement" {
-		t.Fatalf("TATARA_TOOL_PROFILE from the kind = %q, want implement", w.Env[7].Value)
+	if p := profileOf(w); p != "implement" {
+		t.Fatalf("TATARA_TOOL_PROFILE from the kind = %q, want implement", p)
 	}
 	if owner := metav1.GetControllerOf(&pod); owner == nil || owner.UID != task.UID {
 		t.Fatalf("pod owner %+v, want the Task", owner)
@@ -135,20 +165,19 @@ func TestReconcileCreatesExactlyOnePod(t *testing.T) {
 	if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: agent.SecretName(task.Name)}, &secret); err != nil {
 		t.Fatalf("token secret: %v", err)
 	}
-	if tok := secret.Data["token"]; len(tok) != 64 {
-		t.Fatalf("token has %d characters, want 64 hex", len(tok))
-	} else if _, err := hex.DecodeString(string(tok)); err != nil {
-		t.Fatalf("token is not hex: %v", err)
+	if tok := string(secret.Data["token"]); !tokenpkg.Valid(tok) {
+		t.Fatalf("token %q does not have the shape tatara_<64 hex>", tok)
 	}
 
 	got := waitReason(t, ns, task.Name, tatarav1.ReasonPodPending)
-	if got.Status.PodName != pod.Name || got.Status.Phase != tatarav1.PhasePending || got.Status.SecretName != secret.Name {
+	if got.Status.PodName != pod.Name || got.Status.Phase != tatarav1.PhasePending || got.Status.SecretName != secret.Name ||
+		got.Status.TokenHash != tokenpkg.Hash(string(secret.Data["token"])) {
 		t.Fatalf("status %+v", got.Status)
 	}
 
-	// Force more reconciles of THIS Task and wait until they are processed.
+	// Force more reconciles of THIS Task (the namespace's only one) and wait until they are processed.
 	for i := range 2 {
-		bumpAndWaitReconciled(t, got, i)
+		pokeAndWaitReconciled(t, op, got, i)
 	}
 	if n := len(agentPods(t, ns, task.Name)); n != 1 {
 		t.Fatalf("%d agent pods for one Task, want 1", n)
@@ -173,8 +202,8 @@ func TestRestartCreatesNoPod(t *testing.T) {
 	first.stop()
 
 	second := startOperator(t)
-	// Proof that the new operator reconciled this very Task: it writes observedGeneration.
-	bumpAndWaitReconciled(t, getTask(t, ns, task.Name), 0)
+	// Proof that the new operator reconciled this Task, the only one there is.
+	pokeAndWaitReconciled(t, second, getTask(t, ns, task.Name), 0)
 	if n := testutil.ToFloat64(second.Metrics.AgentPodsCreated); n != 0 {
 		t.Fatalf("restarted operator created %v pods, want 0", n)
 	}
@@ -207,7 +236,7 @@ func TestMissingProjectIsAConditionUntilCreated(t *testing.T) {
 	}
 	newProject(t, ns, "later")
 	pod := waitPod(t, ns, task.Name)
-	if v := pod.Spec.Containers[0].Env[7].Value; v != "triage" {
+	if v := profileOf(pod.Spec.Containers[0]); v != "triage" {
 		t.Fatalf("profile %q, want triage", v)
 	}
 }
@@ -249,8 +278,8 @@ func TestMissingRuntimeConfigMapIsAConditionUntilCreated(t *testing.T) {
 		t.Fatal(err)
 	}
 	pod := waitPod(t, ns, task.Name)
-	if pod.Spec.InitContainers[0].Image != cliImage {
-		t.Fatalf("cli image %q", pod.Spec.InitContainers[0].Image)
+	if c := initContainer(t, pod, agent.CLIContainer); c.Image != cliImage {
+		t.Fatalf("cli image %q", c.Image)
 	}
 }
 
@@ -414,7 +443,12 @@ func TestSamplesAreValid(t *testing.T) {
 		}
 	}
 	pod := waitPod(t, ns, task.Name)
-	if n := len(pod.Spec.InitContainers); n != 2 {
-		t.Fatalf("sample project with an agent image: %d init containers, want 2", n)
+	var names []string
+	for _, c := range pod.Spec.InitContainers {
+		names = append(names, c.Name)
+	}
+	want := []string{agent.WrapperInstallContainer, agent.WorkspaceInitContainer, agent.CLIContainer, agent.GitGatewayContainer}
+	if !slices.Equal(names, want) {
+		t.Fatalf("sample project (agent image, repo with clone and push credentials): init containers %v, want %v", names, want)
 	}
 }

@@ -107,8 +107,16 @@ func withRuntimeNamespace(ns string) opOption {
 	return func(o *manager.Options) { o.Controller.RuntimeNamespace = ns }
 }
 
-// startOperator starts an operator and stops it when the test ends (or when stop is called).
+// startOperator starts an operator on the test API server and stops it when the test ends (or
+// when stop is called).
 func startOperator(t testing.TB, opts ...opOption) *operator {
+	t.Helper()
+	return startOperatorOn(t, cfg, opts...)
+}
+
+// startOperatorOn is startOperator with a REST config of the caller's (e.g. one that counts the
+// operator's requests).
+func startOperatorOn(t testing.TB, restCfg *rest.Config, opts ...opOption) *operator {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -129,7 +137,7 @@ func startOperator(t testing.TB, opts ...opOption) *operator {
 		f(&o)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	op, err := manager.New(ctx, cfg, o)
+	op, err := manager.New(ctx, restCfg, o)
 	if err != nil {
 		cancel()
 		t.Fatalf("failed to create operator: %v", err)

@@ -1,0 +1,54 @@
+package controller
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"tatara.dev/operator/internal/agent"
+)
+
+// Keys of the runtime ConfigMaps that hold container resources, each a JSON
+// ResourceRequirements ({"requests":{...},"limits":{...}}). A missing key leaves the container
+// to agent.DefaultResources, so a ConfigMap written before the keys existed still works.
+const (
+	CLIResourcesKey            = "resources"              // tatara-cli-runtime: the cli sidecar
+	GitGatewayResourcesKey     = "gitGatewayResources"    // tatara-cli-runtime: the git-gateway sidecar
+	WrapperInstallResourcesKey = "installResources"       // tatara-wrapper-runtime: wrapper-install
+	WorkspaceInitResourcesKey  = "workspaceInitResources" // tatara-wrapper-runtime: workspace-init
+	AgentResourcesKey          = "agentResources"         // tatara-wrapper-runtime: the agent, unless the Project sets its own
+)
+
+// runtimeResources reads the resource keys of one runtime ConfigMap into res. A value that is not
+// a ResourceRequirements (bad JSON, an unknown field, a malformed quantity) is an error naming
+// the ConfigMap and the key.
+func runtimeResources(cm *corev1.ConfigMap, res *agent.Resources) error {
+	var keys map[string]*corev1.ResourceRequirements
+	switch cm.Name {
+	case CLIRuntimeConfigMap:
+		keys = map[string]*corev1.ResourceRequirements{CLIResourcesKey: &res.CLI, GitGatewayResourcesKey: &res.GitGateway}
+	case WrapperRuntimeConfigMap:
+		keys = map[string]*corev1.ResourceRequirements{WrapperInstallResourcesKey: &res.WrapperInstall,
+			WorkspaceInitResourcesKey: &res.WorkspaceInit, AgentResourcesKey: &res.Agent}
+	}
+	for key, dst := range keys {
+		raw, ok := cm.Data[key]
+		if !ok {
+			continue
+		}
+		dec := json.NewDecoder(bytes.NewReader([]byte(raw)))
+		dec.DisallowUnknownFields()
+		var r corev1.ResourceRequirements
+		if err := dec.Decode(&r); err != nil {
+			return fmt.Errorf("configmap %s/%s key %q is not a resource requirements object ({\"requests\":{...},\"limits\":{...}}): %w",
+				cm.Namespace, cm.Name, key, err)
+		}
+		if dec.More() {
+			return fmt.Errorf("configmap %s/%s key %q holds more than one JSON value", cm.Namespace, cm.Name, key)
+		}
+		*dst = r
+	}
+	return nil
+}

@@ -1,0 +1,56 @@
+package manager
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	tataratest "tatara.dev/cli/pkg/testutil"
+	"tatara.dev/operator/internal/api"
+)
+
+// TestLoadAPITLS: no directory is plain HTTP; with one, agent pods must be given an https URL, and
+// the CA bundle comes from the directory's ca.crt.
+func TestLoadAPITLS(t *testing.T) {
+	ca := tataratest.NewCA(t, "tatara test CA")
+	cert, key := ca.IssueServer(t, "tatara-operator.tatara-system.svc")
+	dir := t.TempDir()
+	for name, data := range map[string][]byte{api.TLSCertFile: cert, api.TLSKeyFile: key, api.TLSCAFile: ca.PEM} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name    string
+		dir     string
+		url     string
+		wantTLS bool
+		wantErr string
+	}{
+		{"plain HTTP", "", "http://tatara-operator.tatara-system.svc:8082", false, ""},
+		{"TLS", dir, "https://tatara-operator.tatara-system.svc:8082", true, ""},
+		{"TLS with an http URL for agents", dir, "http://tatara-operator.tatara-system.svc:8082", false, `"http://tatara-operator.tatara-system.svc:8082", is not https`},
+		{"TLS from a directory without a certificate", t.TempDir(), "https://op:8082", false, api.TLSCertFile},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := loadAPITLS(tt.dir, tt.url)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("loadAPITLS() error = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (got != nil) != tt.wantTLS {
+				t.Fatalf("loadAPITLS() = %v, want TLS %v", got, tt.wantTLS)
+			}
+			if got != nil && got.CABundle != string(ca.PEM) {
+				t.Fatalf("CABundle = %q, want ca.crt", got.CABundle)
+			}
+		})
+	}
+}
