@@ -13,8 +13,11 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -52,7 +55,8 @@ func applyForReal(t *testing.T, c client.Client, objs []*unstructured.Unstructur
 // chart's Deployment and as the chart's ServiceAccount (nothing but the chart's ClusterRole and
 // Roles), against the real API server: it must become ready, take the leader lease, read the
 // runtime ConfigMaps the cli and wrapper charts publish, and build an agent pod for a Task of a
-// Project from the tatara-project chart, without a single "forbidden".
+// Project from the tatara-project chart in its agent namespace (agentNamespaces), without a single
+// "forbidden"; and that ServiceAccount can touch no Secret or pod in any other namespace.
 func TestOperatorRunsWithTheChartsRBAC(t *testing.T) {
 	// Built before the clock starts: a cold compile on a busy 2-core CI machine has taken
 	// longer than the whole behaviour budget; go test's own -timeout still bounds it.
@@ -198,5 +202,50 @@ func TestOperatorRunsWithTheChartsRBAC(t *testing.T) {
 	})
 	if strings.Contains(strings.ToLower(logs.String()), "forbidden") {
 		t.Errorf("the operator hit a permission it lacks:\n%s", logs.String())
+	}
+
+	// Outside the agent namespaces the ServiceAccount is powerless: a real request as it is
+	// refused, and the authorizer denies every Secret and pod verb there and cluster-wide.
+	other := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "rbac-elsewhere"}}
+	if err := c.Create(ctx, other); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "not-the-operators", Namespace: other.Name},
+		StringData: map[string]string{"k": "v"}}
+	if err := c.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	asSA, err := client.New(user.Config(), client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := asSA.Get(ctx, client.ObjectKeyFromObject(secret), &corev1.Secret{}); !apierrors.IsForbidden(err) {
+		t.Errorf("the operator's ServiceAccount reading a Secret in namespace %s: err %v, want Forbidden", other.Name, err)
+	}
+	can := func(verb, resource, ns string) bool {
+		t.Helper()
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: sa, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:tatara-system", "system:authenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb, Resource: resource},
+		}}
+		if err := c.Create(ctx, sar); err != nil {
+			t.Fatalf("SubjectAccessReview %s %s in %q: %v", verb, resource, ns, err)
+		}
+		return sar.Status.Allowed
+	}
+	for _, ns := range []string{other.Name, "tatara-system", ""} {
+		for _, res := range []string{"secrets", "pods"} {
+			for _, verb := range []string{"get", "list", "watch", "create", "delete"} {
+				if can(verb, res, ns) {
+					t.Errorf("the operator's ServiceAccount may %s %s in namespace %q (\"\": cluster-wide)", verb, res, ns)
+				}
+			}
+		}
+	}
+	// The positive control: the same review allows what the operator just did in tatara-agents.
+	for _, res := range []string{"secrets", "pods"} {
+		if !can("get", res, "tatara-agents") {
+			t.Errorf("SubjectAccessReview denies get %s in tatara-agents, which the operator needs", res)
+		}
 	}
 }

@@ -10,10 +10,13 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql/parser"
 	"gopkg.in/yaml.v3"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // requiredLabels are the labels every rendered object carries (the helpers' labels).
@@ -33,7 +36,8 @@ type renderCase struct {
 	vals  map[string]any
 }
 
-// renderCases is every chart with its default values, and with monitoring on where it has it.
+// renderCases is every chart with its default values, with monitoring on where it has it, and
+// the operator with REST API TLS on.
 func renderCases() []renderCase {
 	var cases []renderCase
 	for _, c := range chartNames {
@@ -43,19 +47,25 @@ func renderCases() []renderCase {
 		cases = append(cases, renderCase{name: c + "/monitoring", chart: c, vals: monitoringOn()})
 	}
 	cases = append(cases, renderCase{name: "tatara-project/full", chart: "tatara-project", vals: fullProjectValues()})
+	cases = append(cases, renderCase{name: "tatara-operator/api-tls", chart: "tatara-operator", vals: apiTLSOn()})
 	return cases
 }
 
 func fullProjectValues() map[string]any {
 	return map[string]any{
 		"repos": map[string]any{
-			"operator": map[string]any{"url": "https://git.example.com/tatara/operator.git", "defaultBranch": "main"},
-			"cli":      map[string]any{"url": "https://git.example.com/tatara/cli.git"},
+			"operator": map[string]any{"url": "https://git.example.com/tatara/operator.git", "defaultBranch": "main",
+				"credentialsSecret": "operator-read", "pushSecret": "operator-push"},
+			"cli": map[string]any{"url": "https://git.example.com/tatara/cli.git"},
 		},
+		"workspace":      map[string]any{"cloneDepth": 0, "timeoutSeconds": 60},
+		"maxActiveTasks": 20,
 		"agent": map[string]any{
-			"image":                "tatara.local/tatara-agent-standin:0.0.0-test",
-			"binaryPath":           "/agent",
-			"extraEnvs":            map[string]any{"TATARA_TOOL_PROFILE": "review", "LOG_LEVEL": "debug"},
+			"image":      "tatara.local/tatara-agent-standin:0.0.0-test",
+			"binaryPath": "/agent",
+			"extraEnvs": map[string]any{"TATARA_TOOL_PROFILE": "review", "LOG_LEVEL": "debug",
+				"ANTHROPIC_API_KEY": map[string]any{"secretKeyRef": map[string]any{"name": "agent-model", "key": "api-key"}}},
+			"runtimeClassName":     "gvisor",
 			"resources":            map[string]any{"requests": map[string]any{"cpu": "100m", "memory": "256Mi"}, "limits": map[string]any{"memory": "2Gi"}},
 			"serviceAccountName":   "agent",
 			"createServiceAccount": true,
@@ -311,8 +321,14 @@ func TestProjectMapsBecomeSortedLists(t *testing.T) {
 		t.Errorf("agent %v lacks image/binaryPath", agent)
 	}
 	envs := agent["extraEnvs"].([]any)
-	if len(envs) != 2 || envs[0].(map[string]any)["name"] != "LOG_LEVEL" || envs[1].(map[string]any)["value"] != "review" {
-		t.Errorf("extraEnvs %v, want LOG_LEVEL then TATARA_TOOL_PROFILE=review", envs)
+	// Sorted by name; a map value becomes valueFrom, so a credential stays in its Secret.
+	if len(envs) != 3 || envs[0].(map[string]any)["name"] != "ANTHROPIC_API_KEY" || envs[1].(map[string]any)["name"] != "LOG_LEVEL" ||
+		envs[2].(map[string]any)["value"] != "review" {
+		t.Errorf("extraEnvs %v, want ANTHROPIC_API_KEY, LOG_LEVEL, TATARA_TOOL_PROFILE=review", envs)
+	}
+	ref, _, _ := unstructured.NestedStringMap(envs[0].(map[string]any), "valueFrom", "secretKeyRef")
+	if ref["name"] != "agent-model" || ref["key"] != "api-key" {
+		t.Errorf("ANTHROPIC_API_KEY valueFrom %v, want secretKeyRef agent-model/api-key", envs[0])
 	}
 	if sa := r.find("ServiceAccount", "agent"); sa == nil || sa.Object["automountServiceAccountToken"] != false {
 		t.Errorf("agent ServiceAccount missing or mounts a token: %v", sa)
@@ -334,7 +350,12 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"repo without url", "tatara-project", map[string]any{"repos": map[string]any{"a": map[string]any{"defaultBranch": "main"}}}, []string{"url"}},
 		{"typo in operator resources", "tatara-operator", map[string]any{"resources": map[string]any{"limit": map[string]any{}}}, []string{"limit"}},
 		{"bad port", "tatara-operator", map[string]any{"ports": map[string]any{"api": 70000, "metrics": 8080, "health": 8081}}, []string{"/ports/api"}},
+		{"no agent namespace", "tatara-operator", map[string]any{"agentNamespaces": map[string]any{"tatara-agents": nil}}, []string{"/agentNamespaces", "minProperties"}},
+		{"agent namespaces as a list", "tatara-operator", map[string]any{"agentNamespaces": []any{"team-a"}}, []string{"/agentNamespaces", "object"}},
+		{"bad agent namespace name", "tatara-operator", map[string]any{"agentNamespaces": map[string]any{"Team_A": map[string]any{}}}, []string{"Team_A"}},
 		{"bad log level", "tatara-operator", map[string]any{"logLevel": "verbose"}, []string{"/logLevel"}},
+		{"metrics namespace not a name", "tatara-operator", map[string]any{"networkPolicy": map[string]any{"metricsNamespaces": map[string]any{"Monitoring_NS": map[string]any{}}}}, []string{"Monitoring_NS"}},
+		{"denied egress not a CIDR", "tatara-project", map[string]any{"networkPolicy": map[string]any{"egressDenied": map[string]any{"metadata": "169.254.169.254"}}}, []string{"/networkPolicy/egressDenied/metadata"}},
 		{"bad env name", "tatara-project", map[string]any{"agent": map[string]any{"extraEnvs": map[string]any{"1BAD": "x"}}}, []string{"1BAD"}},
 	}
 	for _, tc := range tests {
@@ -597,6 +618,43 @@ func TestSchemasAreClosed(t *testing.T) {
 				}
 			}
 			walk(schema, "#")
+		})
+	}
+}
+
+// TestRuntimeConfigMapsCarryResources: the runtime ConfigMaps hold, under the keys the operator
+// reads (operator/internal/controller/runtime_resources.go), strict JSON ResourceRequirements
+// with CPU and memory requests and a memory limit for every container of the agent pod.
+func TestRuntimeConfigMapsCarryResources(t *testing.T) {
+	for _, tc := range []struct {
+		chart, configMap string
+		keys             []string
+	}{
+		{"tatara-cli", "tatara-cli-runtime", []string{"resources", "gitGatewayResources"}},
+		{"tatara-wrapper", "tatara-wrapper-runtime", []string{"installResources", "workspaceInitResources", "agentResources"}},
+	} {
+		t.Run(tc.chart, func(t *testing.T) {
+			cm := mustRender(t, tc.chart, nil).find("ConfigMap", tc.configMap)
+			if cm == nil {
+				t.Fatalf("no ConfigMap %s", tc.configMap)
+			}
+			data := nested(t, cm, "data").(map[string]any)
+			for _, key := range tc.keys {
+				raw, _ := data[key].(string)
+				dec := json.NewDecoder(strings.NewReader(raw))
+				dec.DisallowUnknownFields()
+				var r corev1.ResourceRequirements
+				if err := dec.Decode(&r); err != nil {
+					t.Errorf("%s key %q = %q: not a ResourceRequirements: %v", tc.configMap, key, raw, err)
+					continue
+				}
+				_, cpu := r.Requests[corev1.ResourceCPU]
+				_, mem := r.Requests[corev1.ResourceMemory]
+				_, lim := r.Limits[corev1.ResourceMemory]
+				if !cpu || !mem || !lim {
+					t.Errorf("%s key %q = %s: want cpu and memory requests and a memory limit", tc.configMap, key, raw)
+				}
+			}
 		})
 	}
 }

@@ -15,48 +15,67 @@ func TestOperatorChartIsInSyncWithTheOperator(t *testing.T) {
 	}
 }
 
-// TestOperatorRolesGrantTheNarrowedRules: what the chart moved out of the ClusterRole is granted
-// by its namespaced Roles, in the namespaces the operator uses them in.
+// TestOperatorRolesGrantTheNarrowedRules: what the operator's markers ask for is granted by the
+// chart's Roles, in the namespaces the operator uses it in (ConfigMaps in the runtime namespace,
+// Leases in the release namespace, the rest in each agent namespace), and by no ClusterRole.
 func TestOperatorRolesGrantTheNarrowedRules(t *testing.T) {
-	_, narrowed, err := opsync.ClusterRules(repoRoot(t))
+	agentRules, narrowed, err := opsync.ClusterRules(repoRoot(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := mustRender(t, "tatara-operator", map[string]any{"runtimeNamespace": "tatara-runtime"})
+	r := mustRender(t, "tatara-operator", map[string]any{
+		"runtimeNamespace": "tatara-runtime",
+		"agentNamespaces":  map[string]any{"tatara-agents": nil, "team-b": map[string]any{}, "team-a": map[string]any{}},
+	})
 	roleNS := map[string]string{"configmaps": "tatara-runtime", "leases": "tatara-system"}
+	type need struct{ res, ns string }
+	var needs []need
+	var verbs [][]string
 	for _, rule := range narrowed {
 		for _, res := range rule.Resources {
-			granted := map[string]bool{}
-			for _, o := range r.objects {
-				if o.GetKind() != "Role" || o.GetNamespace() != roleNS[res] {
-					continue
-				}
-				for _, pr := range nested(t, o, "rules").([]any) {
-					pr := pr.(map[string]any)
-					if slices.Contains(pr["resources"].([]any), any(res)) {
-						for _, v := range pr["verbs"].([]any) {
-							granted[v.(string)] = true
-						}
+			needs, verbs = append(needs, need{res, roleNS[res]}), append(verbs, rule.Verbs)
+		}
+	}
+	for _, ns := range []string{"team-a", "team-b"} {
+		for _, rule := range agentRules {
+			for _, res := range rule.Resources {
+				needs, verbs = append(needs, need{res, ns}), append(verbs, rule.Verbs)
+			}
+		}
+	}
+	for i, n := range needs {
+		granted := map[string]bool{}
+		for _, o := range r.objects {
+			if o.GetKind() != "Role" || o.GetNamespace() != n.ns {
+				continue
+			}
+			for _, pr := range nested(t, o, "rules").([]any) {
+				pr := pr.(map[string]any)
+				if slices.Contains(pr["resources"].([]any), any(n.res)) {
+					for _, v := range pr["verbs"].([]any) {
+						granted[v.(string)] = true
 					}
 				}
 			}
-			for _, v := range rule.Verbs {
-				if !granted[v] {
-					t.Errorf("the operator's markers need %s %s, which no Role in namespace %s grants", v, res, roleNS[res])
-				}
+		}
+		for _, v := range verbs[i] {
+			if !granted[v] {
+				t.Errorf("the operator's markers need %s %s, which no Role in namespace %s grants", v, n.res, n.ns)
 			}
 		}
 	}
 	for _, o := range r.objects {
-		if o.GetKind() != "ClusterRole" {
-			continue
-		}
-		for _, pr := range nested(t, o, "rules").([]any) {
-			for _, res := range pr.(map[string]any)["resources"].([]any) {
-				if res == "configmaps" || res == "leases" {
-					t.Errorf("ClusterRole grants %s cluster-wide", res)
-				}
+		switch o.GetKind() {
+		case "ClusterRole", "ClusterRoleBinding":
+			t.Errorf("the chart renders %s: the operator must get no cluster-wide RBAC", describe(o))
+		case "Role", "RoleBinding":
+			if ns := o.GetNamespace(); ns != "team-a" && ns != "team-b" && ns != "tatara-runtime" && ns != "tatara-system" {
+				t.Errorf("%s is in namespace %s, outside the agent, runtime and release namespaces", describe(o), ns)
 			}
 		}
+	}
+	c := nested(t, r.find("Deployment", "tatara-operator"), "spec", "template", "spec", "containers").([]any)[0].(map[string]any)
+	if !slices.Contains(c["args"].([]any), any("--agent-namespaces=team-a,team-b")) {
+		t.Errorf("operator args %v lack --agent-namespaces=team-a,team-b (sorted, without the nulled default)", c["args"])
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -130,6 +131,18 @@ func TestHelmfileTemplate(t *testing.T) {
 			}
 			find("CustomResourceDefinition", "tasks.tatara.dev")
 			project := find("Project", tc.env)
+			// The operator serves the tatara-project release's namespace, and only it.
+			if want := "--agent-namespaces=" + project.GetNamespace(); !slices.Contains(c["args"].([]any), any(want)) {
+				t.Errorf("operator args %v lack %s (the Project's namespace)", c["args"], want)
+			}
+			for _, o := range objs {
+				if o.GetKind() == "ClusterRole" && strings.HasPrefix(o.GetName(), "tatara-operator") {
+					t.Errorf("helmfile -e %s renders %s", tc.env, describe(o))
+				}
+			}
+			if role := find("Role", "tatara-operator"); role.GetNamespace() != project.GetNamespace() {
+				t.Errorf("operator Role in namespace %s, want the Project's %s", role.GetNamespace(), project.GetNamespace())
+			}
 			if tc.agentImage != "" {
 				if got := nested(t, project, "spec", "agent", "image"); got != tc.agentImage {
 					t.Errorf("Project agent image %q, want %q", got, tc.agentImage)

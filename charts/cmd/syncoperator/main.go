@@ -1,4 +1,4 @@
-// Command syncoperator copies the operator's generated CRDs and ClusterRole rules into the
+// Command syncoperator copies the operator's generated CRDs and RBAC rules into the
 // tatara-operator chart (see package tatara.dev/charts/internal/opsync). `make sync-crds` runs it.
 package main
 

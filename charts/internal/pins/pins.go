@@ -60,7 +60,7 @@ type Integrity struct {
 // Projects run rather than a helmfile release, comes last.
 var Components = []Component{
 	{Name: "cli", Charts: []string{"tatara-cli"}, Releases: []string{"tatara-cli"}, ImageReleases: []string{"tatara-cli"}, Images: []string{"tatara-cli"}},
-	{Name: "wrapper", Charts: []string{"tatara-wrapper"}, Releases: []string{"tatara-wrapper"}, ImageReleases: []string{"tatara-wrapper"}, Images: []string{"tatara-wrapper", "tatara-model-standin"}},
+	{Name: "wrapper", Charts: []string{"tatara-wrapper"}, Releases: []string{"tatara-wrapper"}, ImageReleases: []string{"tatara-wrapper"}, Images: []string{"tatara-wrapper", "tatara-model-standin", "tatara-git-server"}},
 	{Name: "operator", Charts: []string{"tatara-operator", "tatara-project"}, Releases: []string{"tatara-operator", "tatara-project"}, ImageReleases: []string{"tatara-operator"}, Images: []string{"tatara-operator"}},
 	{
 		Name: "agent", Images: []string{"tatara-agent-claude"}, VersionVar: "CLAUDE_CODE_VERSION",

@@ -80,8 +80,21 @@ Namespace of the runtime ConfigMaps.
 {{- end }}
 
 {{/*
-URL agent pods reach the REST API at.
+URL agent pods reach the REST API at: https when apiTLS.secretName is set. An http URL with TLS on
+fails the render: the cli would send its Task token in clear to a port that only speaks TLS.
 */}}
 {{- define "tatara-operator.operatorURL" -}}
-{{- default (printf "http://%s.%s.svc:%d" (include "tatara-operator.fullname" .) .Release.Namespace (int .Values.ports.api)) .Values.agentEnv.operatorURL }}
+{{- $scheme := ternary "https" "http" (ne .Values.apiTLS.secretName "") }}
+{{- $url := default (printf "%s://%s.%s.svc:%d" $scheme (include "tatara-operator.fullname" .) .Release.Namespace (int .Values.ports.api)) .Values.agentEnv.operatorURL }}
+{{- if and .Values.apiTLS.secretName (not (hasPrefix "https://" $url)) }}
+{{- fail (printf "agentEnv.operatorURL %q must be https when apiTLS.secretName is set" $url) }}
+{{- end }}
+{{- $url }}
+{{- end }}
+
+{{/*
+Where the REST API's certificate Secret is mounted (--api-tls-cert-dir).
+*/}}
+{{- define "tatara-operator.apiTLSDir" -}}
+/var/run/tatara/api-tls
 {{- end }}

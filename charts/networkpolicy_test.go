@@ -1,0 +1,162 @@
+package charts_test
+
+import (
+	"encoding/json"
+	"reflect"
+	"slices"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// agentPodLabels are the labels by which both charts select agent pods: two of the labels the
+// operator puts on every agent pod (operator/internal/agent.Labels). The e2e suite proves that they
+// agree, since agent pods could not reach the operator's REST API otherwise.
+var agentPodLabels = map[string]any{"app.kubernetes.io/name": "tatara-agent", "app.kubernetes.io/managed-by": "tatara-operator"}
+
+// monitoringPeer is the default metrics peer of both charts: the pods of the namespace named monitoring.
+var monitoringPeer = map[string]any{"namespaceSelector": map[string]any{"matchExpressions": []any{map[string]any{
+	"key": "kubernetes.io/metadata.name", "operator": "In", "values": []any{"monitoring"}}}}}
+
+func networkPolicy(t *testing.T, chart string, vals map[string]any) *unstructured.Unstructured {
+	t.Helper()
+	r := mustRender(t, chart, vals)
+	np := r.find("NetworkPolicy", "")
+	if np == nil {
+		t.Fatalf("%s renders no NetworkPolicy: %v", chart, r.kinds())
+	}
+	return np
+}
+
+// rules returns spec.<field> (ingress or egress) as plain JSON values.
+func rules(t *testing.T, np *unstructured.Unstructured, field string) []map[string]any {
+	t.Helper()
+	raw, err := json.Marshal(nested(t, np, "spec", field))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func asJSON(t *testing.T, v any) any {
+	t.Helper()
+	raw, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestOperatorNetworkPolicyAdmitsOnlyAgentsToTheAPI: the REST port only from agent pods of the agent
+// namespaces (both conditions in one peer, so a pod must match both) and from the backends'
+// namespaces (token reviews), /metrics only from the metrics namespaces, nothing else; the ports
+// are the container's named ports.
+func TestOperatorNetworkPolicyAdmitsOnlyAgentsToTheAPI(t *testing.T) {
+	vals := map[string]any{"agentNamespaces": map[string]any{"tatara-agents": nil, "team-b": map[string]any{}, "team-a": map[string]any{}},
+		"networkPolicy": map[string]any{"apiNamespaces": map[string]any{"memory": map[string]any{}}}}
+	r := mustRender(t, "tatara-operator", vals)
+	np := r.find("NetworkPolicy", "tatara-operator")
+	if np == nil {
+		t.Fatalf("no NetworkPolicy tatara-operator in %v", r.kinds())
+	}
+	dep := r.find("Deployment", "tatara-operator")
+	if got, want := nested(t, np, "spec", "podSelector", "matchLabels"), nested(t, dep, "spec", "selector", "matchLabels"); !reflect.DeepEqual(got, want) {
+		t.Errorf("podSelector %v, want the Deployment's selector %v", got, want)
+	}
+	if got := nested(t, np, "spec", "policyTypes"); !reflect.DeepEqual(got, []any{"Ingress"}) {
+		t.Errorf("policyTypes %v, want [Ingress]", got)
+	}
+	var containerPorts []string
+	for _, p := range nested(t, dep, "spec", "template", "spec", "containers").([]any)[0].(map[string]any)["ports"].([]any) {
+		containerPorts = append(containerPorts, p.(map[string]any)["name"].(string))
+	}
+	in := rules(t, np, "ingress")
+	if len(in) != 3 {
+		t.Fatalf("ingress has %d rules, want 3 (api from agents, api from the backends' namespaces, metrics from monitoring): %v", len(in), in)
+	}
+	wantBackends := asJSON(t, []any{map[string]any{"namespaceSelector": map[string]any{"matchExpressions": []any{map[string]any{
+		"key": "kubernetes.io/metadata.name", "operator": "In", "values": []any{"memory", "tatara-system"}}}}}})
+	if !reflect.DeepEqual(in[1]["from"], wantBackends) {
+		t.Errorf("token review rule from %v, want the release namespace and apiNamespaces %v", in[1]["from"], wantBackends)
+	}
+	wantAgents := asJSON(t, []map[string]any{{
+		"namespaceSelector": map[string]any{"matchExpressions": []any{map[string]any{
+			"key": "kubernetes.io/metadata.name", "operator": "In", "values": []any{"team-a", "team-b"}}}},
+		"podSelector": map[string]any{"matchLabels": agentPodLabels},
+	}})
+	if !reflect.DeepEqual(in[0]["from"], wantAgents) {
+		t.Errorf("api rule from %v, want %v", in[0]["from"], wantAgents)
+	}
+	if !reflect.DeepEqual(in[2]["from"], asJSON(t, []any{monitoringPeer})) {
+		t.Errorf("metrics rule from %v, want the monitoring namespace", in[2]["from"])
+	}
+	for i, port := range []string{"api", "api", "metrics"} {
+		got := asJSON(t, in[i]["ports"])
+		if want := asJSON(t, []any{map[string]any{"port": port, "protocol": "TCP"}}); !reflect.DeepEqual(got, want) {
+			t.Errorf("rule %d ports %v, want %v", i, got, want)
+		}
+		if !slices.Contains(containerPorts, port) {
+			t.Errorf("rule %d names port %q, which the operator container (ports %v) does not have", i, port, containerPorts)
+		}
+	}
+}
+
+// TestProjectNetworkPolicyConfinesAgentPods: the Project's agent pods take only metrics scrapes,
+// and reach the cluster and the outside except the metadata addresses, each in its family's block.
+func TestProjectNetworkPolicyConfinesAgentPods(t *testing.T) {
+	np := networkPolicy(t, "tatara-project", map[string]any{"name": "alpha",
+		"networkPolicy": map[string]any{"egressDenied": map[string]any{"alibabaMetadata": nil, "corp": "10.20.0.0/16"}}})
+	wantSelector := map[string]any{"tatara.dev/project": "alpha"}
+	for k, v := range agentPodLabels {
+		wantSelector[k] = v
+	}
+	if got := nested(t, np, "spec", "podSelector", "matchLabels"); !reflect.DeepEqual(got, wantSelector) {
+		t.Errorf("podSelector %v, want %v (this Project's agent pods only)", got, wantSelector)
+	}
+	if got := nested(t, np, "spec", "policyTypes"); !reflect.DeepEqual(got, []any{"Ingress", "Egress"}) {
+		t.Errorf("policyTypes %v, want [Ingress Egress]", got)
+	}
+	in := rules(t, np, "ingress")
+	if len(in) != 1 || !reflect.DeepEqual(in[0]["from"], asJSON(t, []any{monitoringPeer})) {
+		t.Fatalf("ingress %v, want one rule from the monitoring namespace", in)
+	}
+	var ports []float64
+	for _, p := range in[0]["ports"].([]any) {
+		ports = append(ports, p.(map[string]any)["port"].(float64))
+	}
+	if !reflect.DeepEqual(ports, []float64{9090, 9091, 9092}) {
+		t.Errorf("metrics ports %v, want the wrapper's, the cli's and the git gateway's (9090, 9091, 9092)", ports)
+	}
+	want := asJSON(t, []map[string]any{
+		{"to": []any{map[string]any{"namespaceSelector": map[string]any{}}}},
+		{"to": []any{
+			map[string]any{"ipBlock": map[string]any{"cidr": "0.0.0.0/0", "except": []any{"10.20.0.0/16", "168.63.129.16/32",
+				"169.254.169.252/32", "169.254.169.254/32", "169.254.170.2/32", "169.254.170.23/32"}}},
+			map[string]any{"ipBlock": map[string]any{"cidr": "::/0", "except": []any{"fd00:ec2::23/128", "fd00:ec2::254/128"}}},
+		}},
+	})
+	if got := rules(t, np, "egress"); !reflect.DeepEqual(asJSON(t, got), want) {
+		t.Errorf("egress %v\nwant %v", got, want)
+	}
+}
+
+// TestNetworkPoliciesFollowTheirSwitch: on by default, and off renders none.
+func TestNetworkPoliciesFollowTheirSwitch(t *testing.T) {
+	for _, chart := range []string{"tatara-operator", "tatara-project"} {
+		t.Run(chart, func(t *testing.T) {
+			networkPolicy(t, chart, nil)
+			off := mustRender(t, chart, map[string]any{"networkPolicy": map[string]any{"enabled": false}})
+			if np := off.find("NetworkPolicy", ""); np != nil {
+				t.Errorf("networkPolicy.enabled=false still renders %s", np.GetName())
+			}
+		})
+	}
+}
