@@ -49,6 +49,18 @@ test: vet ## Unit and integration tests of every module.
 	@for m in $(MODULES); do echo "== test $$m"; race=-race; case " $(NO_RACE_MODULES) " in *" $$m "*) race=;; esac; \
 		(cd $$m && go test $$race -count=1 ./...); done
 
+# The official MCP conformance suite (npm @modelcontextprotocol/conformance, pinned in
+# hack/conformance) against the real `tatara mcp` over streamable HTTP; the scenarios that apply to
+# a tools-only server must pass, the others are listed with their reason in
+# cli/internal/cli/conformance_test.go.
+.PHONY: conformance
+conformance: ## The MCP conformance suite against tatara mcp (streamable HTTP).
+	@echo "== conformance: the official MCP suite against tatara mcp"
+	@runner=$$(hack/mcp-conformance.sh) && cd cli && TATARA_MCP_CONFORMANCE="$$runner" \
+		go test -tags conformance -run '^TestMCPConformance$$' -count=1 ./internal/cli
+
+test: conformance
+
 .PHONY: bench
 bench: ## Benchmarks; each prints its figures (ratios against an in-process baseline).
 	@for m in $(MODULES); do echo "== bench $$m"; (cd $$m && go test -run '^$$' -bench . -benchtime 1x -v ./... | grep --line-buffered -vE '^(=== RUN|goos|goarch|pkg|cpu|PASS|ok )'); done
@@ -58,6 +70,13 @@ bench-tool-search: ## The real agent CLI against the model stand-in: tokens and 
 	@mkdir -p $(BIN_DIR)
 	@$(call go_build,tatara,$(BIN_DIR)/tatara)
 	@claude=$$(hack/claude-code.sh) && cd e2e && go run ./cmd/toolsearch-bench --claude "$$claude" --tatara $(BIN_DIR)/tatara
+
+# Bursts of 10, 100 and 1,000 Tasks over 10 Projects against one in-process operator on envtest
+# (operator/test/integration/scale_test.go, build tag scale). Minutes long, so neither make test
+# nor make bench runs it.
+.PHONY: bench-scale
+bench-scale: envtest-assets ## Operator scale benchmark: Task bursts of 10, 100, 1000 on a real API server; prints a table.
+	@cd operator && go test -tags scale -run '^TestScale$$' -count=1 -timeout 60m -v ./test/integration | grep --line-buffered -vE '^(=== RUN|PASS|ok )'
 
 # Every generated or golden file, rewritten by its test with UPDATE_GOLDEN=1 (package
 # tatara.dev/cli/pkg/golden): <module>:<package>:<test>[,<test>...].
@@ -82,11 +101,11 @@ CLI_VERSION := $(call chart_app_version,tatara-cli)
 WRAPPER_VERSION := $(call chart_app_version,tatara-wrapper)
 OPERATOR_VERSION := $(call chart_app_version,tatara-operator)
 # The e2e stand-ins are versioned with the wrapper: the agent stand-in (the wrapper's process
-# tests) and the model stand-in (the kind environment's model).
+# tests), the model stand-in (the kind environment's model) and the e2e git server.
 STANDIN_VERSION := $(WRAPPER_VERSION)
 
 # Binaries: <name>_MODULE, _PKG (inside the module), _VERSION, _VERSION_VAR (the -X target).
-BINARIES := tatara wrapper operator agent-standin model-standin
+BINARIES := tatara wrapper operator agent-standin model-standin git-server
 tatara_MODULE := cli
 tatara_PKG := ./cmd/tatara
 tatara_VERSION := $(CLI_VERSION)
@@ -112,6 +131,10 @@ model-standin_MODULE := e2e
 model-standin_PKG := ./cmd/model-standin
 model-standin_VERSION := $(STANDIN_VERSION)
 model-standin_VERSION_VAR := main.version
+git-server_MODULE := e2e
+git-server_PKG := ./cmd/git-server
+git-server_VERSION := $(STANDIN_VERSION)
+git-server_VERSION_VAR := main.version
 # Only the binaries whose module is in this checkout (a branch may not have them all yet).
 PRESENT_BINARIES := $(foreach b,$(BINARIES),$(if $(wildcard $($(b)_MODULE)/go.mod),$(b)))
 
@@ -232,15 +255,18 @@ tatara-wrapper_VERSION := $(WRAPPER_VERSION)
 tatara-operator_VERSION := $(OPERATOR_VERSION)
 tatara-model-standin_VERSION := $(STANDIN_VERSION)
 AGENT_IMAGE := $(IMAGE_REGISTRY)/tatara-agent-claude:$(CLAUDE_CODE_VERSION)
-IMAGE_REFS := $(foreach i,$(IMAGE_NAMES),$(IMAGE_REGISTRY)/$(i):$($(i)_VERSION)) $(AGENT_IMAGE)
+# The e2e git server (hack/git-server-image.sh): the agent image's Debian root filesystem (git)
+# plus the static git-server binary.
+GIT_SERVER_IMAGE := $(IMAGE_REGISTRY)/tatara-git-server:$(STANDIN_VERSION)
+IMAGE_REFS := $(foreach i,$(IMAGE_NAMES),$(IMAGE_REGISTRY)/$(i):$($(i)_VERSION)) $(AGENT_IMAGE) $(GIT_SERVER_IMAGE)
 IMAGE_CONTEXT := $(BIN_DIR)/image-context
-# The binaries the FROM-scratch images hold (the agent stand-in is only for the wrapper's tests).
-IMAGE_BINARIES := tatara wrapper operator model-standin
+# The binaries the images hold (the agent stand-in is only for the wrapper's tests).
+IMAGE_BINARIES := tatara wrapper operator model-standin git-server
 # Images are linux binaries of the host's architecture (kind runs on this host).
 IMAGE_GOARCH ?= $(shell go env GOARCH)
 
 .PHONY: images
-images: ## Build the images (FROM scratch, and the Claude Code agent image), tagged with the pinned versions.
+images: ## Build the images (FROM scratch, the Claude Code agent image, the e2e git server), tagged with the pinned versions.
 	@hack/ensure-docker.sh
 	@$(foreach b,$(IMAGE_BINARIES),[ -f $($(b)_MODULE)/go.mod ] || { echo "make images: module $($(b)_MODULE)/ (binary $(b)) is missing from this checkout"; exit 1; };)
 	@mkdir -p $(IMAGE_CONTEXT)
@@ -250,6 +276,7 @@ images: ## Build the images (FROM scratch, and the Claude Code agent image), tag
 		docker build -q --target $(i) --build-arg VERSION=$($(i)_VERSION) -t $(IMAGE_REGISTRY)/$(i):$($(i)_VERSION) \
 		-f hack/image/Dockerfile $(IMAGE_CONTEXT) 2>&1 >/dev/null | sed '/legacy builder is deprecated/,/buildx\//d' &&) true
 	@echo "== image $(AGENT_IMAGE)"; GOARCH=$(IMAGE_GOARCH) hack/agent-image.sh $(AGENT_IMAGE)
+	@echo "== image $(GIT_SERVER_IMAGE)"; GIT_SERVER_BINARY=$(IMAGE_CONTEXT)/git-server hack/git-server-image.sh $(GIT_SERVER_IMAGE)
 	@docker image ls --format '{{.Repository}}:{{.Tag}}\t{{.Size}}' | grep -F -e '$(IMAGE_REGISTRY)/tatara-' | sort
 
 .PHONY: image-refs

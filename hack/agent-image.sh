@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the agent image tatara.local/tatara-agent-claude:<CLAUDE_CODE_VERSION> without pulling any
-# image: a minimal Debian root filesystem from this machine's apt sources (glibc, a shell, git,
+# image: a minimal Debian root filesystem from this machine's apt sources (glibc, a shell, git, ssh,
 # ca-certificates) plus Claude Code's native executable from the npm registry, checked against the
 # sha512 pinned in hack/versions.env. It runs as UID 65532 and ships no credentials; the agent pod
 # gives it HOME, /tmp and the workspace as emptyDirs on a read-only root filesystem.
@@ -14,15 +14,16 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "${ROOT}/hack/versions.env"
 # shellcheck source=SCRIPTDIR/lib/debian.sh
 source "${ROOT}/hack/lib/debian.sh"
+# shellcheck source=SCRIPTDIR/lib/git-rootfs.sh
+source "${ROOT}/hack/lib/git-rootfs.sh"
 
 CACHE="${TATARA_CACHE:-${HOME}/.cache/tatara}"
 DEB_CACHE="${CACHE}/debian"
 IMAGE="${1:-tatara.local/tatara-agent-claude:${CLAUDE_CODE_VERSION}}"
 INPUTS_LABEL="dev.tatara.agent-image.inputs"
 AGENT_UID=65532
-# Only what the agent needs to work in a repository: git (and the TLS roots it clones with).
-# minbase brings glibc, bash and coreutils.
-AGENT_PACKAGES=(git ca-certificates)
+# Only what the agent needs to work in a repository: git and ssh (hack/lib/git-rootfs.sh).
+AGENT_PACKAGES=("${GIT_ROOTFS_PACKAGES[@]}")
 
 log() { printf '[agent-image %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -42,7 +43,7 @@ main() {
 		echo "${IMAGE} ${SUITE} ${MIRROR}"
 		sha256sum "${claude}"
 		printf '%s\n' "${AGENT_PACKAGES[@]}"
-		cat "${BASH_SOURCE[0]}" "${ROOT}/hack/lib/debian.sh"
+		cat "${BASH_SOURCE[0]}" "${ROOT}/hack/lib/debian.sh" "${ROOT}/hack/lib/git-rootfs.sh"
 	} | sha256sum | cut -c1-32)"
 	if [[ "$(docker image inspect -f "{{ index .Config.Labels \"${INPUTS_LABEL}\" }}" "${IMAGE}" 2>/dev/null || true)" == "${hash}" ]]; then
 		log "${IMAGE} is up to date"

@@ -5,7 +5,7 @@
 #
 #   ${TATARA_CACHE:-$HOME/.cache/tatara}/k8s/${KUBERNETES_VERSION}/bin/
 #     kube-apiserver etcd kubectl kube-controller-manager kube-scheduler kube-proxy kubelet
-#     kubeadm coredns crictl pause
+#     kubeadm coredns crictl pause kube-network-policies
 #
 # Each binary has a stamp file (bin/.stamps/<name>) holding the inputs it was built from; a binary
 # whose stamp matches is skipped, so a second run does nothing. Pass names to build only those
@@ -26,7 +26,8 @@ STAMPS="${BIN}/.stamps"
 WORK="${CACHE}/build"
 LOCK="${CACHE}/k8s/.build.lock"
 
-ALL=(kube-apiserver etcd kubectl kube-controller-manager kube-scheduler kube-proxy kubelet kubeadm coredns crictl pause)
+ALL=(kube-apiserver etcd kubectl kube-controller-manager kube-scheduler kube-proxy kubelet kubeadm coredns crictl pause
+	kube-network-policies)
 
 log() { printf '[k8s-binaries %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -53,6 +54,7 @@ stamp_of() {
 		etcd) echo "etcd ${ETCD_VERSION}" ;;
 		coredns) echo "coredns ${COREDNS_VERSION}" ;;
 		crictl) echo "crictl ${CRICTL_VERSION}" ;;
+		kube-network-policies) echo "kube-network-policies ${KUBE_NETWORK_POLICIES_VERSION}" ;;
 		pause) echo "pause ${PAUSE_VERSION} $(sha256sum "${ROOT}/hack/pause/main.go" | cut -c1-16)" ;;
 		kube-*|kubectl|kubelet|kubeadm) echo "$1 ${KUBERNETES_VERSION}" ;;
 		*) die "unknown binary \"$1\" (known: ${ALL[*]})" ;;
@@ -166,6 +168,9 @@ build_step() {
 		crictl) build_install crictl sigs.k8s.io/cri-tools/cmd/crictl "${CRICTL_VERSION}" \
 			"-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=${CRICTL_VERSION#v}" ;;
 		pause) build_pause ;;
+		# The module's one command is its package "cmd" (go install names the binary after it).
+		kube-network-policies) build_install kube-network-policies sigs.k8s.io/kube-network-policies/cmd \
+			"${KUBE_NETWORK_POLICIES_VERSION}" "-s -w" ;;
 		*) build_kubernetes "${stale[@]}" ;;
 	esac
 	for n in "${stale[@]}"; do
@@ -186,7 +191,7 @@ total_start=${SECONDS}
 rest=()
 for n in "${want[@]}"; do
 	case "${n}" in
-		kube-apiserver|etcd|kubectl|coredns|crictl|pause) ;;
+		kube-apiserver|etcd|kubectl|coredns|crictl|pause|kube-network-policies) ;;
 		*) rest+=("${n}") ;;
 	esac
 done
@@ -194,7 +199,7 @@ for n in kube-apiserver etcd kubectl; do
 	if [[ " ${want[*]} " == *" ${n} "* ]]; then build_step "${n}"; fi
 done
 ((${#rest[@]} == 0)) || build_step "${rest[@]}"
-for n in coredns crictl pause; do
+for n in coredns crictl pause kube-network-policies; do
 	if [[ " ${want[*]} " == *" ${n} "* ]]; then build_step "${n}"; fi
 done
 log "done in $((SECONDS - total_start))s: ${BIN}"

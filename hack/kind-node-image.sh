@@ -29,6 +29,8 @@ NODE_CACHE="${CACHE}/kind-node"
 DEB_CACHE="${NODE_CACHE}"
 IMAGE="${KIND_NODE_IMAGE:-tatara.local/kind-node:${KUBERNETES_VERSION}}"
 INPUTS_LABEL="dev.tatara.kind-node.inputs"
+# The NetworkPolicy enforcer hack/node/default-cni.yaml runs (the tag must match it).
+NETPOL_IMAGE="tatara.local/kube-network-policies:${KUBE_NETWORK_POLICIES_VERSION}"
 
 # Packages of the node: systemd as PID 1, what kubelet/kubeadm/kube-proxy exec on the node, the
 # container runtime and CNI plugins, and what kind's entrypoint and hooks use.
@@ -125,6 +127,21 @@ component_images() {
 		docker rmi "${img}" >/dev/null
 		log "image ${img}: $(du -h "${out}" | cut -f1)"
 	done
+	netpol_image "${work}"
+}
+
+# netpol_image WORK: the kube-network-policies image (a static binary FROM scratch) in WORK/images.
+netpol_image() {
+	local work="$1" out="$1/images/kube-network-policies.tar"
+	grep -q "image: ${NETPOL_IMAGE}$" "${ROOT}/hack/node/default-cni.yaml" \
+		|| die "hack/node/default-cni.yaml does not run ${NETPOL_IMAGE} (KUBE_NETWORK_POLICIES_VERSION in hack/versions.env)"
+	rm -rf "${work}/layer" && mkdir -p "${work}/layer/bin"
+	install -m 0755 "${K8S_BIN}/kube-network-policies" "${work}/layer/bin/netpol"
+	tar --numeric-owner --owner=0 --group=0 -C "${work}/layer" -c . \
+		| docker import --change 'ENTRYPOINT ["/bin/netpol"]' - "${NETPOL_IMAGE}" >/dev/null
+	docker save -o "${out}" "${NETPOL_IMAGE}"
+	docker rmi "${NETPOL_IMAGE}" >/dev/null
+	log "image ${NETPOL_IMAGE}: $(du -h "${out}" | cut -f1)"
 }
 
 # assemble WORK: kind's node files and the Kubernetes binaries on the node root filesystem.
@@ -170,7 +187,8 @@ assemble_rootfs() {
 		| chroot "${r}" jq '.hooks.createContainer[.hooks.createContainer | length] |= . + {"path": "/kind/bin/mount-product-files.sh"} | del(.process.rlimits)' \
 		>"${r}/etc/containerd/cri-base.json"
 
-	# Static CNI instead of kindnetd (see hack/node/default-cni.yaml).
+	# Static CNI instead of kindnetd, and kube-network-policies to enforce NetworkPolicies, which
+	# kind applies from /kind/manifests/default-cni.yaml (see that file).
 	mkdir -p "${r}/etc/cni/net.d"
 	install -m 0644 "${ROOT}/hack/node/10-tatara-ptp.conflist" "${r}/etc/cni/net.d/"
 	install -m 0644 "${ROOT}/hack/node/default-cni.yaml" "${r}/kind/manifests/default-cni.yaml"
@@ -213,7 +231,7 @@ node_image() {
 			rm -rf /tmp/* /run/containerd /var/log/*' >"${work}/imported.txt" \
 		|| { docker rm -f "${ctr_name}" >/dev/null 2>&1; die "importing the component images into the node's containerd failed"; }
 	local img
-	for img in "${REQUIRED_IMAGES[@]}"; do
+	for img in "${REQUIRED_IMAGES[@]}" "${NETPOL_IMAGE}"; do
 		grep -qxF "${img}" "${work}/imported.txt" || { docker rm -f "${ctr_name}" >/dev/null; die "image ${img} missing from the node's containerd after import"; }
 	done
 	# docker commit cannot set STOPSIGNAL: commit (dropping the build command), then set kind's

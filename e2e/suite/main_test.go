@@ -60,6 +60,8 @@ func TestMain(m *testing.M) {
 		phase("create kind cluster "+clusterName, envfuncs.CreateClusterWithOpts(kind.NewProvider(), clusterName, opts...)),
 		phase("load images", loadImages(images)),
 		phase("deploy the model stand-in", deployModelStandin(images)),
+		phase("deploy the git server", deployGitServer(images)),
+		phase("create the demo repo's Secrets", createRepoSecrets),
 		phase("helmfile sync (environment kind)", helmfileSync),
 	)
 	testenv.AfterEachFeature(func(ctx context.Context, cfg *envconf.Config, t *testing.T, f features.Feature) (context.Context, error) {

@@ -169,13 +169,24 @@ type progress struct {
 	searched map[string]bool
 	// toolErrors are the script calls whose result was an error, as "<tool>: <result>".
 	toolErrors []string
+	// newResults are the tool results the request's last message brings, as "<tool>: <result>"
+	// (each cut to maxResultText), so a test can read what the agent's own tools returned.
+	newResults []string
 }
+
+// maxResultText bounds each recorded tool result.
+const maxResultText = 2048
 
 func readProgress(msgs []message) progress {
 	p := progress{searched: map[string]bool{}}
 	names := map[string]string{} // tool_use id -> tool
-	for _, m := range msgs {
+	for i, m := range msgs {
 		for _, b := range m.Content.Blocks {
+			if i == len(msgs)-1 && m.Role == "user" && b.Type == "tool_result" {
+				if name, ok := names[b.ToolUseID]; ok && name != toolSearchTool {
+					p.newResults = append(p.newResults, name+": "+truncate(resultText(b.Content), maxResultText))
+				}
+			}
 			switch {
 			case m.Role == "assistant" && b.Type == "tool_use" && b.Name == toolSearchTool:
 				var in struct {

@@ -43,7 +43,10 @@ type Record struct {
 	Answer     string   `json:"answer"`
 	Step       int      `json:"step"`
 	ToolErrors []string `json:"tool_errors,omitempty"`
-	Error      string   `json:"error,omitempty"`
+	// ToolResults are the results of the agent's tool calls this request brought (the previous
+	// step's), as "<tool>: <text>", each cut to 2 KiB.
+	ToolResults []string `json:"tool_results,omitempty"`
+	Error       string   `json:"error,omitempty"`
 }
 
 // Records is the answer of GET /recorded.
@@ -195,7 +198,7 @@ func (s *Server) answer(req *request, rec *Record) reply {
 		return reply{text: "Script error: " + err.Error()}
 	}
 	p := readProgress(req.Messages)
-	rec.Step, rec.ToolErrors = p.calls, p.toolErrors
+	rec.Step, rec.ToolErrors, rec.ToolResults = p.calls, p.toolErrors, p.newResults
 	if p.calls >= len(script.Steps) {
 		rec.Answer = "text"
 		return reply{text: "Script " + script.ID + " complete."}

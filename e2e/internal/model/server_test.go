@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -202,6 +203,13 @@ func TestInlineToolsFollowTheScript(t *testing.T) {
 	}
 	if len(recs[2].ToolErrors) != 1 || !strings.HasPrefix(recs[2].ToolErrors[0], "mcp__tatara__task_get: task_get failed") {
 		t.Errorf("tool errors = %v, want the failed task_get", recs[2].ToolErrors)
+	}
+	// Each record carries only the results its request brought: none, then each call's own.
+	wantResults := [][]string{nil, {"mcp__tatara__report_internal_issue: reported"}, {"mcp__tatara__task_get: task_get failed: no operator"}}
+	for i, want := range wantResults {
+		if !slices.Equal(recs[i].ToolResults, want) {
+			t.Errorf("record %d tool results = %q, want %q", i, recs[i].ToolResults, want)
+		}
 	}
 }
 

@@ -1,0 +1,167 @@
+//go:build e2e
+
+package suite
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/e2e-framework/klient/wait"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	tatarav1 "tatara.dev/operator/api/v1alpha1"
+)
+
+// bashStep is a model-script step that runs command with the agent's own shell tool.
+func bashStep(command string) string {
+	in, _ := json.Marshal(map[string]string{"command": command, "description": "probe"}) // a map of strings always marshals
+	return "call Bash " + string(in)
+}
+
+// TestAgentAsAttacker: the real agent, scripted to misbehave from inside its own pod, tries what an
+// attacker in the agent's container would. Each attempt fails, for the stated reason:
+//   - the Task token is in no process environment or command line the agent can read;
+//   - a subtask of a broader kind (issueLifecycle under implement) is refused with 403;
+//   - more subtasks than the Project's spec.maxActiveTasks allows are refused with 429;
+//   - once the Task has ended, its token (read by the suite, as a thief would have) is inactive,
+//     and its Secret is gone;
+//   - a pod that is not an agent pod cannot reach the operator's REST API (NetworkPolicy).
+func TestAgentAsAttacker(t *testing.T) {
+	const name = "attacker"
+	var project *tatarav1.Project
+	var task *tatarav1.Task
+	var stolen string
+	f := features.New("the agent as attacker").
+		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			r, _ := clients(t, cfg)
+			// The attacker's Task and one subtask fill a Project that allows two active Tasks.
+			project = projectCopy(ctx, t, cfg, "attacker", func(p *tatarav1.Project) { p.Spec.MaxActiveTasks = 2 })
+			task = newTask(name, project.Name, tatarav1.KindImplement, modelScript(name,
+				bashStep(`echo "token-vars: $(cat /proc/[0-9]*/environ 2>/dev/null | tr '\0' '\n' | grep -c '^TATARA_TOKEN=')";`+
+					` echo "token-shaped: $(cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null | grep -aoE 'tatara_[0-9a-f]{64}' | wc -l)";`+
+					` echo "processes: $(ls -d /proc/[0-9]* | wc -l)"`),
+				`call subtask_create {"kind":"issueLifecycle","repo":"demo","directive":"run the whole issue with broader tools"}`,
+				`call subtask_create {"kind":"review","repo":"demo","directive":"review the change"}`,
+				`call subtask_create {"kind":"review","repo":"demo","directive":"one more than the Project allows"}`,
+				"say done"))
+			if err := r.Create(ctx, task); err != nil {
+				t.Fatal(err)
+			}
+			return ctx
+		}).
+		Assess("the token is not readable and the subtask policy holds", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			r, cs := clients(t, cfg)
+			// The thief's copy, taken from outside while the Task runs.
+			var sec corev1.Secret
+			err := wait.For(func(ctx context.Context) (bool, error) {
+				return r.Get(ctx, "tatara-agent-"+name+"-token", agentNamespace, &sec) == nil, nil
+			}, wait.WithContext(ctx), wait.WithTimeout(waitTimeout), wait.WithInterval(time.Second))
+			if err != nil {
+				t.Fatalf("the Task's token Secret never appeared: %v", err)
+			}
+			stolen = string(sec.Data["token"])
+
+			cur := terminalTask(ctx, t, r, task)
+			var results strings.Builder
+			var toolErrors []string
+			for _, rec := range modelRecords(ctx, t, cs, name) {
+				for _, res := range rec.ToolResults {
+					results.WriteString(res + "\n")
+				}
+				toolErrors = rec.ToolErrors
+			}
+			out := results.String()
+			for _, want := range []string{"token-vars: 0", "token-shaped: 0"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("the agent's /proc probe lacks %q: it could read the token, or the probe did not run:\n%s", want, out)
+				}
+			}
+			if !strings.Contains(out, "processes: ") || strings.Contains(out, "processes: 0") {
+				t.Errorf("the probe saw no processes, so it proves nothing:\n%s", out)
+			}
+			errs := strings.Join(toolErrors, "\n")
+			// The operator's answers, as the cli relays them (JSON, so their quotes are escaped).
+			for _, want := range []string{"403 Forbidden", `issueLifecycle\" is not allowed under a \"implement\" Task`,
+				"429 Too Many Requests", "spec.maxActiveTasks is 2"} {
+				if !strings.Contains(errs, want) {
+					t.Errorf("tool errors lack %q:\n%s", want, errs)
+				}
+			}
+			if len(toolErrors) != 2 {
+				t.Errorf("tool errors %q, want exactly the two refused subtasks", toolErrors)
+			}
+			var subs tatarav1.TaskList
+			if err := r.List(ctx, &subs); err != nil {
+				t.Fatal(err)
+			}
+			var children []string
+			for _, s := range subs.Items {
+				if s.Spec.Parent == name {
+					children = append(children, fmt.Sprintf("%s (%s)", s.Name, s.Spec.Kind))
+					if s.Spec.Kind != tatarav1.KindReview {
+						t.Errorf("a refused subtask exists: %s of kind %s", s.Name, s.Spec.Kind)
+					}
+				}
+			}
+			if len(children) != 1 {
+				t.Errorf("subtasks of %s: %v, want exactly the one review the Project had room for", name, children)
+			}
+			if cur.Status.Phase != tatarav1.PhaseSucceeded {
+				t.Errorf("phase %s, want Succeeded (the agent exits 0 after its attempts)", cur.Status.Phase)
+			}
+			return ctx
+		}).
+		Assess("the stolen token is dead once the Task has ended", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			r, cs := clients(t, cfg)
+			err := wait.For(func(ctx context.Context) (bool, error) {
+				var sec corev1.Secret
+				err := r.Get(ctx, "tatara-agent-"+name+"-token", agentNamespace, &sec)
+				return apierrors.IsNotFound(err), nil
+			}, wait.WithContext(ctx), wait.WithTimeout(time.Minute), wait.WithInterval(time.Second))
+			if err != nil {
+				t.Errorf("the ended Task's token Secret was not deleted: %v", err)
+			}
+			review := tokenReview(ctx, t, cs, stolen)
+			if review["active"] != false || !strings.Contains(fmt.Sprint(review["reason"]), "has ended") {
+				t.Errorf("review of the ended Task's token = %v, want inactive because the Task has ended", review)
+			}
+			return ctx
+		}).
+		Assess("a pod that is not an agent pod cannot reach the operator", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			assertNotAgentsReachOperator(ctx, t, cfg)
+			return ctx
+		}).
+		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			r, _ := clients(t, cfg)
+			deleteTasks(ctx, t, r, task)
+			deleteProjects(ctx, t, r, project)
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}
+
+// tokenReview asks the operator who tok belongs to (POST /api/v1/tokenreviews, the backends'
+// contract), through the API server's service proxy.
+func tokenReview(ctx context.Context, t *testing.T, cs *kubernetes.Clientset, tok string) map[string]any {
+	t.Helper()
+	body, _ := json.Marshal(map[string]string{"token": tok}) // a map of strings always marshals
+	raw, err := cs.CoreV1().RESTClient().Post().
+		AbsPath("/api/v1/namespaces/"+systemNamespace+"/services/tatara-operator:api/proxy/api/v1/tokenreviews").
+		SetHeader("Content-Type", "application/json").Body(body).DoRaw(ctx)
+	if err != nil {
+		t.Fatalf("token review: %v %s", err, raw)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatalf("token review answer %s: %v", raw, err)
+	}
+	return out
+}
