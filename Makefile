@@ -81,7 +81,7 @@ bench-scale: envtest-assets ## Operator scale benchmark: Task bursts of 10, 100,
 # Every generated or golden file, rewritten by its test with UPDATE_GOLDEN=1 (package
 # tatara.dev/cli/pkg/golden): <module>:<package>:<test>[,<test>...].
 GOLDEN_TESTS := \
-	cli:./internal/cli:TestToolReferenceUpToDate,TestReadmeProfileTableUpToDate \
+	cli:./internal/cli:TestToolReferenceUpToDate,TestReadmeProfileTableUpToDate,TestChartToolCountsUpToDate \
 	cli:./internal/mcpserver:TestToolSnapshots \
 	operator:./internal/agent:TestBuildPodGolden \
 	charts:.:TestDefaultRenderSnapshots,TestChartReadmesUpToDate
@@ -90,7 +90,7 @@ GOLDEN_TESTS := \
 update-golden: chart-tools ## Rewrite every golden file (docs, tool and chart snapshots, pod goldens) after a reviewed change.
 	@for g in $(GOLDEN_TESTS); do mod=$${g%%:*}; rest=$${g#*:}; pkg=$${rest%%:*}; run=$${rest#*:}; \
 		echo "== update-golden $$mod $$pkg $$run"; (cd $$mod && UPDATE_GOLDEN=1 go test $$pkg -run "^($${run//,/|})\$$" -count=1) || exit 1; done
-	@git status --short -- cli/docs README.md cli/internal/mcpserver/testdata operator/internal/agent/testdata charts/testdata charts/*/README.md
+	@git status --short -- cli/docs README.md cli/internal/mcpserver/testdata operator/internal/agent/testdata charts/testdata charts/*/README.md charts/tatara-cli/tool-counts.json
 
 ##@ Build
 
@@ -207,8 +207,12 @@ clean-cache: ## Remove the tool/binary/rootfs cache ($(TATARA_CACHE)) and the lo
 
 ##@ Kubernetes binaries and kind (issue 7; air-gapped path, see README "Kind clusters")
 
+# The Kubernetes version of envtest, the chart tests' API server and the local kind node image:
+# `make e2e K8S_VERSION=$(KUBERNETES_OLDEST_VERSION)` runs everything on the oldest supported one.
+K8S_VERSION ?= $(KUBERNETES_VERSION)
+export K8S_VERSION
 # Locally built Kubernetes binaries (hack/k8s-binaries.sh); kube-apiserver + etcd also serve envtest.
-K8S_BIN_DIR := $(TATARA_CACHE)/k8s/$(KUBERNETES_VERSION)/bin
+K8S_BIN_DIR := $(TATARA_CACHE)/k8s/$(K8S_VERSION)/bin
 # The operator's envtest and the chart tests' server-side dry runs use this apiserver and etcd.
 export KUBEBUILDER_ASSETS ?= $(K8S_BIN_DIR)
 export TATARA_ENVTEST_ASSETS := $(K8S_BIN_DIR)
@@ -224,7 +228,7 @@ envtest-assets: ## Build kube-apiserver + etcd if needed; print their dir (KUBEB
 
 # Node image for kind. Unset: chosen by hack/kind-node-select.sh (see e2e above); set, used as is.
 KIND_NODE_IMAGE ?=
-LOCAL_KIND_NODE_IMAGE := tatara.local/kind-node:$(KUBERNETES_VERSION)
+LOCAL_KIND_NODE_IMAGE := tatara.local/kind-node:$(K8S_VERSION)
 # hack/kind.sh runs the pinned kind, with the docker shim only where a probe shows it is needed.
 KIND := $(CURDIR)/hack/kind.sh
 

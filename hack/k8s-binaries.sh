@@ -17,6 +17,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=SCRIPTDIR/versions.env
 source "${ROOT}/hack/versions.env"
+# shellcheck source=SCRIPTDIR/lib/kubernetes.sh
+source "${ROOT}/hack/lib/kubernetes.sh"
 
 CACHE="${TATARA_CACHE:-${HOME}/.cache/tatara}"
 K8S_DIR="${CACHE}/k8s/${KUBERNETES_VERSION}"

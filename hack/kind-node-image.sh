@@ -19,6 +19,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=SCRIPTDIR/versions.env
 source "${ROOT}/hack/versions.env"
+# shellcheck source=SCRIPTDIR/lib/kubernetes.sh
+source "${ROOT}/hack/lib/kubernetes.sh"
 # shellcheck source=SCRIPTDIR/lib/debian.sh
 source "${ROOT}/hack/lib/debian.sh"
 
@@ -69,7 +71,7 @@ inputs_hash() {
 	{
 		echo "${IMAGE} ${SUITE} ${MIRROR}"
 		printf '%s\n' "${NODE_PACKAGES[@]}" "${PROXY_PACKAGES[@]}"
-		cat "${ROOT}/hack/versions.env" "${BASH_SOURCE[0]}" "${ROOT}/hack/lib/debian.sh"
+		cat "${ROOT}/hack/versions.env" "${BASH_SOURCE[0]}" "${ROOT}/hack/lib/debian.sh" "${ROOT}/hack/lib/kubernetes.sh"
 		cat "${ROOT}"/hack/node/*
 		cat "${K8S_BIN}"/.stamps/*
 		(cd "${KIND_DIR}/images/base/files" && find . -type f -print0 | sort -z | xargs -0 sha256sum)

@@ -6,12 +6,15 @@
 #                              KIND_PULL_PROBE_TIMEOUT (default 20s): prints "" (kind's default);
 #                              otherwise the node image built here from Go modules and Debian
 #                              packages, tatara.local/kind-node:<KUBERNETES_VERSION>, with one line
+#                              (always for a K8S_VERSION of another minor than kind's default)
 #                              on stderr that says so and names the variable that skips the probe.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=SCRIPTDIR/versions.env
 source "${ROOT}/hack/versions.env"
+# shellcheck source=SCRIPTDIR/lib/kubernetes.sh
+source "${ROOT}/hack/lib/kubernetes.sh"
 
 if [[ -n "${KIND_NODE_IMAGE:-}" ]]; then
 	echo "${KIND_NODE_IMAGE}"
@@ -25,6 +28,15 @@ dir="$(GOFLAGS=-mod=mod GOWORK=off go mod download -json "sigs.k8s.io/kind@${KIN
 default="$(sed -n 's/^const Image = "\(.*\)"$/\1/p' "${dir}/pkg/apis/config/defaults/image.go" 2>/dev/null || true)"
 if [[ -z "${default}" ]]; then
 	echo "kind-node-select: cannot read kind ${KIND_VERSION}'s default node image; using ${LOCAL} (set KIND_NODE_IMAGE to choose)" >&2
+	echo "${LOCAL}"
+	exit 0
+fi
+
+# kind's default image runs its own Kubernetes minor: a K8S_VERSION of another minor (make e2e
+# K8S_VERSION=v1.34.4) needs the local image of that version, on any machine.
+default_tag="${default%@*}"; default_tag="${default_tag##*:}"
+if [[ "${default_tag%.*}" != "${KUBERNETES_VERSION%.*}" ]]; then
+	echo "kind-node-select: kind's default node image runs Kubernetes ${default_tag}, not ${KUBERNETES_VERSION%.*}: using ${LOCAL}, built locally" >&2
 	echo "${LOCAL}"
 	exit 0
 fi

@@ -11,6 +11,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=SCRIPTDIR/versions.env
 source "${ROOT}/hack/versions.env"
+# shellcheck source=SCRIPTDIR/lib/kubernetes.sh
+source "${ROOT}/hack/lib/kubernetes.sh"
 
 NODE_IMAGE="${KIND_NODE_IMAGE:-}"
 # Short: the node's name (<cluster>-control-plane) becomes a pod hostname (63 characters at most).

@@ -24,7 +24,7 @@ needs_shim() {
 		if ! docker image inspect "${probe_image}" >/dev/null 2>&1; then
 			"${ROOT}/hack/k8s-binaries.sh" pause
 			dir="$(mktemp -d)"
-			install -m 0755 "${CACHE}/k8s/$(. "${ROOT}/hack/versions.env" && echo "${KUBERNETES_VERSION}")/bin/pause" "${dir}/pause"
+			install -m 0755 "${CACHE}/k8s/$(source "${ROOT}/hack/versions.env" && source "${ROOT}/hack/lib/kubernetes.sh" && echo "${KUBERNETES_VERSION}")/bin/pause" "${dir}/pause"
 			tar -C "${dir}" -c pause | docker import --change 'ENTRYPOINT ["/pause"]' - "${probe_image}" >/dev/null
 			rm -rf "${dir}"
 		fi
@@ -40,5 +40,9 @@ needs_shim() {
 if needs_shim; then
 	[[ -n "${TATARA_KIND_QUIET:-}" ]] || log "docker run --privileged fails on this host: using the docker shim (hack/docker-shim)"
 	export PATH="${ROOT}/hack/docker-shim:${PATH}"
+fi
+# `create cluster` without a --config gets the project's cluster config (hack/kind-cluster.yaml).
+if [[ "${1:-}" == create && "${2:-}" == cluster ]] && ! printf '%s\n' "$@" | grep -q -- '^--config'; then
+	set -- "$@" --config "${ROOT}/hack/kind-cluster.yaml"
 fi
 exec "${kind_bin}" "$@"

@@ -64,9 +64,12 @@ func AssetsDir() (string, error) {
 		if err != nil {
 			return "", err
 		}
-		version, err := pinnedVersion(root, "KUBERNETES_VERSION")
-		if err != nil {
-			return "", err
+		// K8S_VERSION selects another supported version, as it does for make and hack/.
+		version := os.Getenv("K8S_VERSION")
+		if version == "" {
+			if version, err = pinnedVersion(root, "KUBERNETES_VERSION"); err != nil {
+				return "", err
+			}
 		}
 		cache := os.Getenv("TATARA_CACHE")
 		if cache == "" {

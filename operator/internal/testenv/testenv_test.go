@@ -48,6 +48,7 @@ func TestAssetsDir(t *testing.T) {
 
 func TestAssetsDirDefaultsToTheVersionedCache(t *testing.T) {
 	t.Setenv("KUBEBUILDER_ASSETS", "")
+	t.Setenv("K8S_VERSION", "")
 	cache := t.TempDir()
 	t.Setenv("TATARA_CACHE", cache)
 	_, err := AssetsDir()
@@ -63,6 +64,18 @@ func TestAssetsDirDefaultsToTheVersionedCache(t *testing.T) {
 		t.Fatalf("pinned KUBERNETES_VERSION %q, %v", version, verr)
 	}
 	if want := filepath.Join(cache, "k8s", version, "bin"); !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %v should name %s", err, want)
+	}
+}
+
+// TestAssetsDirFollowsK8SVersion: K8S_VERSION (make's variable) picks another version's cache.
+func TestAssetsDirFollowsK8SVersion(t *testing.T) {
+	t.Setenv("KUBEBUILDER_ASSETS", "")
+	t.Setenv("K8S_VERSION", "v1.34.4")
+	cache := t.TempDir()
+	t.Setenv("TATARA_CACHE", cache)
+	_, err := AssetsDir()
+	if want := filepath.Join(cache, "k8s", "v1.34.4", "bin"); err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("error %v should name %s", err, want)
 	}
 }
