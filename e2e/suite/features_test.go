@@ -250,6 +250,7 @@ func TestEveryKind(t *testing.T) {
 				pod := finishedAgentPod(ctx, t, r, cs, task)
 				checkGauge(ctx, t, cs, pod, want.profile, want.count)
 				checkModelSawProfile(ctx, t, cs, task.Name, want.profile, false)
+				recordStartup(ctx, t, cs, task, pod)
 				t.Logf("kind %-15s profile %-12s pod %s: %d tools", task.Spec.Kind, want.profile, pod.Name, want.count)
 			}
 			return ctx

@@ -72,6 +72,7 @@ func TestMain(m *testing.M) {
 	})
 	testenv.Finish(phase("tear down", tearDown))
 	code := testenv.Run(m)
+	printStartupSummary()
 	result := "PASS"
 	if code != 0 {
 		result = "FAIL"

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -52,6 +53,8 @@ type Server struct {
 	Tools []catalog.Tool
 
 	cfg Config
+	// firstRequest and firstCall log the agent's first MCP request and first tool call, once.
+	firstRequest, firstCall sync.Once
 }
 
 // ResolveProfile returns the tool set of a known profile, or nil (every tool) with a WARN
@@ -95,16 +98,13 @@ func New(cfg Config) *Server {
 		cfg.CallTimeout = DefaultCallTimeout
 	}
 	tools, label := Select(cfg.Profile, cfg.Logger)
-	s := &Server{
-		MCP: server.NewMCPServer(ServerName, cfg.Version,
-			server.WithToolCapabilities(false),
-			server.WithRecovery(),
-			server.WithInstructions("Tatara platform tools for this task: memory, code graph, task and project operations. "+
-				"Use report_internal_issue when the platform itself misbehaves.")),
-		ResolvedProfile: label,
-		Tools:           tools,
-		cfg:             cfg,
-	}
+	s := &Server{ResolvedProfile: label, Tools: tools, cfg: cfg}
+	s.MCP = server.NewMCPServer(ServerName, cfg.Version,
+		server.WithToolCapabilities(false),
+		server.WithRecovery(),
+		server.WithHooks(s.firstRequestHooks()),
+		server.WithInstructions("Tatara platform tools for this task: memory, code graph, task and project operations. "+
+			"Use report_internal_issue when the platform itself misbehaves."))
 	for _, t := range tools {
 		s.MCP.AddTool(ToMCPTool(t), s.handler(t))
 	}
@@ -112,6 +112,17 @@ func New(cfg Config) *Server {
 		cfg.Metrics.RegisteredTools.WithLabelValues(label).Set(float64(len(tools)))
 	}
 	return s
+}
+
+// firstRequestHooks log the first MCP request this process serves, once: when the agent reached
+// its tools (the e2e suite's startup phases read it; so can an SRE looking at a slow start).
+func (s *Server) firstRequestHooks() *server.Hooks {
+	hooks := &server.Hooks{}
+	hooks.AddOnRequestInitialization(func(context.Context, any, any) error {
+		s.firstRequest.Do(func() { s.cfg.Logger.Info("first mcp request") })
+		return nil
+	})
+	return hooks
 }
 
 // ToMCPTool renders a catalog entry as an MCP tool definition.
@@ -157,6 +168,7 @@ var backendSetting = map[catalog.Target]string{
 func (s *Server) handler(t catalog.Tool) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		start := time.Now()
+		s.firstCall.Do(func() { s.cfg.Logger.Info("first tool call", "tool", t.Name) })
 		text, outcome, err := s.call(ctx, t, req)
 		if s.cfg.Metrics != nil {
 			s.cfg.Metrics.ToolCalls.WithLabelValues(t.Name, outcome).Inc()

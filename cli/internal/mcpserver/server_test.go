@@ -270,3 +270,32 @@ func TestWrongTypedDefaultedArgumentsAreRefused(t *testing.T) {
 		t.Fatalf("only %d defaulted arguments in the catalog; the test expects the ~20 task/project arguments", checked)
 	}
 }
+
+// TestFirstRequestAndCallAreLoggedOnce: the first MCP request and the first tool call each leave
+// one log line, however many follow.
+func TestFirstRequestAndCallAreLoggedOnce(t *testing.T) {
+	h := newHarness(t, "implement")
+	count := func(msg string) (n int, last map[string]any) {
+		for _, rec := range h.logs.records(t) {
+			if rec["msg"] == msg {
+				n, last = n+1, rec
+			}
+		}
+		return n, last
+	}
+	if n, _ := count("first mcp request"); n != 1 {
+		t.Fatalf("after initialize: %d 'first mcp request' lines, want 1", n)
+	}
+	if n, _ := count("first tool call"); n != 0 {
+		t.Fatalf("before any call: %d 'first tool call' lines, want 0", n)
+	}
+	h.listNames(t)
+	h.call(t, "task_get", map[string]any{})
+	h.call(t, "task_get", map[string]any{})
+	if n, _ := count("first mcp request"); n != 1 {
+		t.Fatalf("after more requests: %d 'first mcp request' lines, want 1", n)
+	}
+	if n, rec := count("first tool call"); n != 1 || rec["tool"] != "task_get" {
+		t.Fatalf("after two calls: %d 'first tool call' lines (last %v), want 1 naming task_get", n, rec)
+	}
+}

@@ -1,0 +1,119 @@
+//go:build e2e
+
+package suite
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+
+	tatarav1 "tatara.dev/operator/api/v1alpha1"
+)
+
+// startupPhase is one step of an agent pod's start, ending at the given time.
+type startupPhase struct {
+	name string
+	end  time.Time
+}
+
+// startupPhases returns when each step of task's start ended, in order: the pod exists, is
+// scheduled, its init containers are done (wrapper-install, workspace-init, and the cli and
+// git-gateway sidecars started), the cli serves MCP, the wrapper started the agent, and the agent's
+// first MCP request reached the cli. API timestamps have a resolution of one second; the cli's and
+// the wrapper's log timestamps are exact. A step whose time is missing is an error: every started
+// agent passes every one.
+func startupPhases(ctx context.Context, cs *kubernetes.Clientset, task *tatarav1.Task, pod *corev1.Pod) ([]startupPhase, error) {
+	condition := func(t corev1.PodConditionType) (time.Time, error) {
+		for _, c := range pod.Status.Conditions {
+			if c.Type == t && c.Status == corev1.ConditionTrue {
+				return c.LastTransitionTime.Time, nil
+			}
+		}
+		return time.Time{}, fmt.Errorf("pod %s has no %s=True condition", pod.Name, t)
+	}
+	logged := func(container, msg string) (time.Time, error) {
+		for _, line := range strings.Split(podLogs(ctx, cs, pod, container), "\n") {
+			if !strings.Contains(line, `"msg":"`+msg+`"`) {
+				continue
+			}
+			var rec struct {
+				Time time.Time `json:"time"`
+			}
+			if err := json.Unmarshal([]byte(line), &rec); err != nil || rec.Time.IsZero() {
+				return time.Time{}, fmt.Errorf("%s log line %q has no time: %v", container, line, err)
+			}
+			return rec.Time, nil
+		}
+		return time.Time{}, fmt.Errorf("the %s container of pod %s never logged %q", container, pod.Name, msg)
+	}
+	phases := []startupPhase{{"pod created", pod.CreationTimestamp.Time}}
+	for _, step := range []struct {
+		name string
+		at   func() (time.Time, error)
+	}{
+		{"scheduled", func() (time.Time, error) { return condition(corev1.PodScheduled) }},
+		{"init containers done", func() (time.Time, error) { return condition(corev1.PodInitialized) }},
+		{"cli serving MCP", func() (time.Time, error) { return logged("cli", "mcp server started") }},
+		{"agent started", func() (time.Time, error) { return logged("wrapper", "agent started") }},
+		{"first MCP request", func() (time.Time, error) { return logged("cli", "first mcp request") }},
+	} {
+		at, err := step.at()
+		if err != nil {
+			return nil, fmt.Errorf("task %s, phase %q: %w", task.Name, step.name, err)
+		}
+		phases = append(phases, startupPhase{step.name, at})
+	}
+	return phases, nil
+}
+
+// startupSummary collects each kind's phases for the suite's summary (printStartupSummary).
+var startupSummary struct {
+	sync.Mutex
+	rows []string
+}
+
+// recordStartup measures task's start and adds one summary row: the time each phase took from the
+// end of the one before (from the Task's creation for the first), and the total.
+func recordStartup(ctx context.Context, t *testing.T, cs *kubernetes.Clientset, task *tatarav1.Task, pod *corev1.Pod) {
+	t.Helper()
+	phases, err := startupPhases(ctx, cs, task, pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-12s", task.Spec.Kind)
+	prev := task.CreationTimestamp.Time
+	for _, p := range phases {
+		// Second-resolution API times can make a later step appear to end before an exact log
+		// time: a negative step is shown as 0.
+		d := max(p.end.Sub(prev), 0)
+		fmt.Fprintf(&b, "  %s %5.1fs", p.name, d.Seconds())
+		if p.end.After(prev) {
+			prev = p.end
+		}
+	}
+	fmt.Fprintf(&b, "  | total %5.1fs", prev.Sub(task.CreationTimestamp.Time).Seconds())
+	startupSummary.Lock()
+	startupSummary.rows = append(startupSummary.rows, b.String())
+	startupSummary.Unlock()
+}
+
+// printStartupSummary prints the rows recordStartup collected.
+func printStartupSummary() {
+	startupSummary.Lock()
+	defer startupSummary.Unlock()
+	if len(startupSummary.rows) == 0 {
+		return
+	}
+	logf("agent pod startup per kind (each phase from the end of the one before; Task creation first):")
+	for _, row := range startupSummary.rows {
+		logf("  %s", row)
+	}
+}
