@@ -78,6 +78,17 @@ bench-tool-search: ## The real agent CLI against the model stand-in: tokens and 
 bench-scale: envtest-assets ## Operator scale benchmark: Task bursts of 10, 100, 1000 on a real API server; prints a table.
 	@cd operator && go test -tags scale -run '^TestScale$$' -count=1 -timeout 60m -v ./test/integration | grep --line-buffered -vE '^(=== RUN|PASS|ok )'
 
+# The REST API under agent load (operator/test/integration/restload_test.go, build tag restload):
+# 500 agents, each with its own Task and the token the operator minted, alternate task_get and
+# task_note over HTTP for 30 s against one in-process operator on envtest (default rate limit
+# 20/s, burst 40 per Task); baseline: the same 500 goroutines loop client.Get on the operator's
+# cache for 10 s. Prints answered/s, p50/p99 and REST/baseline. Target: no answer but 2xx or 429
+# (the only failure); times are printed, never asserted. Quick run:
+# TATARA_RESTLOAD_AGENTS=50 TATARA_RESTLOAD_DURATION=10s TATARA_RESTLOAD_BASELINE=5s make bench-rest
+.PHONY: bench-rest
+bench-rest: envtest-assets ## Operator REST API under load: 500 agents x (task_get, task_note) for 30 s vs a cache Get; target: only 2xx and 429.
+	@cd operator && go test -tags restload -run '^TestRESTLoad$$' -count=1 -timeout 30m -v ./test/integration | grep --line-buffered -vE '^(=== RUN|PASS|ok )'
+
 # Every generated or golden file, rewritten by its test with UPDATE_GOLDEN=1 (package
 # tatara.dev/cli/pkg/golden): <module>:<package>:<test>[,<test>...].
 GOLDEN_TESTS := \

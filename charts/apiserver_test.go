@@ -166,7 +166,9 @@ func assertAccepted(t *testing.T, objs []*unstructured.Unstructured) {
 func TestRenderedManifestsAreAcceptedByTheAPIServer(t *testing.T) {
 	for _, tc := range renderCases() {
 		t.Run(tc.name, func(t *testing.T) {
-			assertAccepted(t, mustRender(t, tc.chart, tc.vals).objects)
+			r := mustRender(t, tc.chart, tc.vals)
+			// The hooks too: the release check's pod must pass the restricted Pod Security Standard.
+			assertAccepted(t, append(r.objects, r.hooks...))
 		})
 	}
 }

@@ -50,10 +50,12 @@ func chartDir(t testing.TB, name string) string {
 	return filepath.Join(repoRoot(t), "charts", name)
 }
 
-// rendered is one chart render: its objects (CRDs included) and NOTES.txt.
+// rendered is one chart render: its objects (CRDs included), its hooks (the Helm test pod) and
+// NOTES.txt.
 type rendered struct {
 	objects []*unstructured.Unstructured
 	crds    []*unstructured.Unstructured
+	hooks   []*unstructured.Unstructured
 	notes   string
 }
 
@@ -86,6 +88,9 @@ func render(t testing.TB, name string, vals map[string]any) (*rendered, error) {
 	}
 	out := &rendered{notes: rel.Info.Notes}
 	out.objects = decodeObjects(t, rel.Manifest)
+	for _, h := range rel.Hooks {
+		out.hooks = append(out.hooks, decodeObjects(t, h.Manifest)...)
+	}
 	for _, f := range chrt.CRDObjects() {
 		out.crds = append(out.crds, decodeObjects(t, string(f.File.Data))...)
 	}

@@ -57,8 +57,9 @@ func asJSON(t *testing.T, v any) any {
 
 // TestOperatorNetworkPolicyAdmitsOnlyAgentsToTheAPI: the REST port only from agent pods of the agent
 // namespaces (both conditions in one peer, so a pod must match both) and from the backends'
-// namespaces (token reviews), /metrics only from the metrics namespaces, nothing else; the ports
-// are the container's named ports.
+// namespaces (token reviews), /metrics only from the metrics namespaces, both from the release's
+// own release check (TestOperatorNetworkPolicyAdmitsTheReleaseCheck), nothing else; the ports are
+// the container's named ports.
 func TestOperatorNetworkPolicyAdmitsOnlyAgentsToTheAPI(t *testing.T) {
 	vals := map[string]any{"agentNamespaces": map[string]any{"tatara-agents": nil, "team-b": map[string]any{}, "team-a": map[string]any{}},
 		"networkPolicy": map[string]any{"apiNamespaces": map[string]any{"memory": map[string]any{}}}}
@@ -79,8 +80,8 @@ func TestOperatorNetworkPolicyAdmitsOnlyAgentsToTheAPI(t *testing.T) {
 		containerPorts = append(containerPorts, p.(map[string]any)["name"].(string))
 	}
 	in := rules(t, np, "ingress")
-	if len(in) != 3 {
-		t.Fatalf("ingress has %d rules, want 3 (api from agents, api from the backends' namespaces, metrics from monitoring): %v", len(in), in)
+	if len(in) != 4 {
+		t.Fatalf("ingress has %d rules, want 4 (api from agents, api from the backends' namespaces, metrics from monitoring, api and metrics from the release check): %v", len(in), in)
 	}
 	wantBackends := asJSON(t, []any{map[string]any{"namespaceSelector": map[string]any{"matchExpressions": []any{map[string]any{
 		"key": "kubernetes.io/metadata.name", "operator": "In", "values": []any{"memory", "tatara-system"}}}}}})

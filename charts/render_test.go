@@ -80,7 +80,7 @@ func TestRenderedObjectsCarryStandardLabels(t *testing.T) {
 			if len(r.objects) == 0 {
 				t.Fatal("rendered no objects")
 			}
-			for _, o := range r.objects {
+			for _, o := range append(r.objects, r.hooks...) {
 				labels := o.GetLabels()
 				for _, l := range requiredLabels {
 					if labels[l] == "" {
@@ -547,10 +547,10 @@ func TestNotesTellTheSREWhatToCheck(t *testing.T) {
 		chart string
 		want  []string
 	}{
-		{"tatara-cli", []string{"kubectl get --raw \"/api/v1/namespaces/${NS}/pods/${POD}:9091/proxy/metrics\"", "tatara_mcp_", "registered_tools", `"msg":"mcp server started"`, "configmap tatara-cli-runtime"}},
-		{"tatara-wrapper", []string{":9090/proxy/metrics", "tatara_wrapper_", "internal_issue_total", `"action":"internal_issue_report"`, "configmap tatara-wrapper-runtime"}},
-		{"tatara-operator", []string{"rollout status deployment/tatara-operator", ":9091/proxy/metrics", "tatara_mcp_registered_tools", ":9090/proxy/metrics", `"action":"internal_issue_report"`}},
-		{"tatara-project", []string{`spec.projectRef.name=="tatara-project"`, `@.type=="Ready"`, ":9091/proxy/metrics", ":9090/proxy/metrics", "WARNING: agent.image is empty"}},
+		{"tatara-cli", []string{"kubectl get --raw \"/api/v1/namespaces/${NS}/pods/${POD}:9091/proxy/metrics\"", "tatara_mcp_", "registered_tools", `"msg":"mcp server started"`, "configmap tatara-cli-runtime", "helm test tatara-cli -n tatara-system --logs"}},
+		{"tatara-wrapper", []string{":9090/proxy/metrics", "tatara_wrapper_", "internal_issue_total", `"action":"internal_issue_report"`, "configmap tatara-wrapper-runtime", "helm test tatara-wrapper -n tatara-system --logs"}},
+		{"tatara-operator", []string{"rollout status deployment/tatara-operator", ":9091/proxy/metrics", "tatara_mcp_registered_tools", ":9090/proxy/metrics", `"action":"internal_issue_report"`, "helm test tatara-operator -n tatara-system --logs"}},
+		{"tatara-project", []string{`spec.projectRef.name=="tatara-project"`, `@.type=="Ready"`, ":9091/proxy/metrics", ":9090/proxy/metrics", "WARNING: agent.image is empty", "helm test tatara-project -n tatara-agents --logs"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.chart, func(t *testing.T) {

@@ -30,8 +30,14 @@ func manifest(t *testing.T, name string, vals map[string]any) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Hooks (the Helm test pod) follow, as `helm template` prints them.
+	var b strings.Builder
+	b.WriteString(rel.Manifest)
+	for _, h := range rel.Hooks {
+		b.WriteString("---\n# Source: " + h.Path + "\n" + h.Manifest + "\n")
+	}
 	// The chart version moves with every bump; the snapshot pins the shape, not the version.
-	return strings.ReplaceAll(rel.Manifest, chrt.Metadata.Version, "VERSION")
+	return strings.ReplaceAll(b.String(), chrt.Metadata.Version, "VERSION")
 }
 
 // TestDefaultRenderSnapshots keeps each chart's default render (and the monitoring render) in

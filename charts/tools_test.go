@@ -129,6 +129,19 @@ func TestHelmfileTemplate(t *testing.T) {
 			if want := tc.registry + "/tatara-operator:" + operator; c["image"] != want {
 				t.Errorf("operator image %q, want %q", c["image"], want)
 			}
+			// Each release's check (helmfile test) runs in that release's own pinned image; the
+			// project's in the operator's.
+			for pod, want := range map[string]string{
+				"tatara-cli-release-check":      tc.registry + "/tatara-cli:" + cli,
+				"tatara-wrapper-release-check":  tc.registry + "/tatara-wrapper:" + wrapper,
+				"tatara-operator-release-check": tc.registry + "/tatara-operator:" + operator,
+				"tatara-project-release-check":  tc.registry + "/tatara-operator:" + operator,
+			} {
+				rc := nested(t, find("Pod", pod), "spec", "containers").([]any)[0].(map[string]any)
+				if rc["image"] != want {
+					t.Errorf("release check %s runs %q, want %q", pod, rc["image"], want)
+				}
+			}
 			find("CustomResourceDefinition", "tasks.tatara.dev")
 			project := find("Project", tc.env)
 			// The operator serves the tatara-project release's namespace, and only it.

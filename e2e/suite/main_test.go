@@ -63,6 +63,8 @@ func TestMain(m *testing.M) {
 		phase("deploy the git server", deployGitServer(images)),
 		phase("create the demo repo's Secrets", createRepoSecrets),
 		phase("helmfile sync (environment kind)", helmfileSync),
+		// The pipeline's post-deploy step: every chart's release check (releasecheck_test.go).
+		phase("helmfile test (environment kind)", helmfileTest),
 	)
 	testenv.AfterEachFeature(func(ctx context.Context, cfg *envconf.Config, t *testing.T, f features.Feature) (context.Context, error) {
 		if t.Failed() {

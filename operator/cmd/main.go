@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"log/slog"
 	"os"
@@ -10,11 +11,17 @@ import (
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"tatara.dev/operator/internal/api"
 	"tatara.dev/operator/internal/controller"
 	"tatara.dev/operator/internal/manager"
+	"tatara.dev/operator/internal/releasecheck"
 )
 
 func main() {
+	// `operator release-check ...` is the charts' post-deploy check (helm test), not the operator.
+	if len(os.Args) > 1 && os.Args[1] == "release-check" {
+		os.Exit(releasecheck.Main(context.Background(), os.Args[2:], os.Stdout, os.Stderr))
+	}
 	var opts manager.Options
 	var level slog.Level
 	var agentNamespaces string
@@ -34,6 +41,10 @@ func main() {
 	flag.StringVar(&opts.Controller.ChatURL, "chat-url", "", "TATARA_CHAT_URL given to agent pods")
 	flag.IntVar(&opts.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "Tasks reconciled in parallel")
 	flag.Int64Var(&opts.MaxBodyBytes, "api-max-body-bytes", 16<<10, "largest REST request body accepted (413 above)")
+	flag.Float64Var(&opts.APIRateLimit.PerSecond, "api-rate-limit", api.DefaultRateLimit,
+		"REST requests per second each Task may make on average, counted per Task (token bucket); above it 429 with Retry-After (0 turns the limit off)")
+	flag.IntVar(&opts.APIRateLimit.Burst, "api-rate-burst", api.DefaultRateBurst,
+		"REST requests each Task may make at once before --api-rate-limit applies (0 turns the limit off)")
 	flag.TextVar(&level, "log-level", slog.LevelInfo, "log level: DEBUG, INFO, WARN or ERROR")
 	flag.Parse()
 	opts.AgentNamespaces = manager.ParseNamespaces(agentNamespaces)

@@ -68,3 +68,65 @@ Selector of Tatara agent pods (labels the operator puts on every agent pod).
 app.kubernetes.io/name: tatara-agent
 app.kubernetes.io/managed-by: tatara-operator
 {{- end }}
+
+{{/*
+Name of the release check (the Helm test pod, and for the operator and project charts its
+ServiceAccount, Role and RoleBinding): <release>-release-check.
+*/}}
+{{- define "tatara-wrapper.releaseCheckName" -}}
+{{- printf "%s-release-check" .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Labels of the release check's objects. Its name label differs from the chart's, so no selector of
+the release (a Deployment's, a Service's, a NetworkPolicy's podSelector) matches its pod: a
+ReplicaSet would adopt a pod its selector matches, and a Service would send it traffic.
+*/}}
+{{- define "tatara-wrapper.releaseCheckLabels" -}}
+helm.sh/chart: {{ include "tatara-wrapper.chart" . }}
+app.kubernetes.io/name: {{ include "tatara-wrapper.name" . | trunc 49 | trimSuffix "-" }}-release-check
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ include "tatara-wrapper.tag" . | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: tatara
+app.kubernetes.io/component: release-check
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/*
+The release check's pod-level securityContext, and its container's: the restricted Pod Security
+Standard, UID 65532 as in the images.
+*/}}
+{{- define "tatara-wrapper.releaseCheckPodSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 65532
+runAsGroup: 65532
+seccompProfile:
+  type: RuntimeDefault
+{{- end }}
+
+{{- define "tatara-wrapper.releaseCheckSecurityContext" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+runAsNonRoot: true
+runAsUser: 65532
+runAsGroup: 65532
+capabilities:
+  drop:
+    - ALL
+seccompProfile:
+  type: RuntimeDefault
+{{- end }}
+
+{{/*
+The release check's resources: one short-lived process.
+*/}}
+{{- define "tatara-wrapper.releaseCheckResources" -}}
+requests:
+  cpu: 10m
+  memory: 32Mi
+limits:
+  memory: 128Mi
+{{- end }}

@@ -222,14 +222,37 @@ type ProjectSpec struct {
 // DefaultMaxActiveTasks applies to a Project stored before the field had a default.
 const DefaultMaxActiveTasks = 50
 
-// ProjectStatus defines the observed state of a Project. Nothing is recorded here yet: what keeps
-// a Project's Tasks from running (ProjectNotFound, RepoNotFound, RuntimeConfigMissing, ...) is each
-// Task's Ready condition, where the reconcile that meets it records it.
-type ProjectStatus struct{}
+// ProjectStatus defines the observed state of a Project: whether the operator can build its agent
+// pods now. What keeps one Task from running (RepoNotFound, PodRejected, ...) stays that Task's
+// Ready condition.
+type ProjectStatus struct {
+	// Conditions of the Project. Ready is True (reason AgentPodsBuildable) when the runtime
+	// ConfigMaps are present and valid and every Secret its repos name exists; False names the
+	// first thing missing: RuntimeConfigMissing or RuntimeConfigInvalid (the ConfigMap), or
+	// RepoSecretMissing (the Secret and the repo).
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// The Project's Ready condition and its reasons; RuntimeConfigMissing and RuntimeConfigInvalid
+// are the Task's (ReasonRuntimeConfigMissing, ReasonRuntimeConfigInvalid).
+const (
+	// ProjectConditionReady is True when the operator can build the Project's agent pods.
+	ProjectConditionReady = "Ready"
+	// ReasonRepoSecretMissing: a repo's credentials or push Secret does not exist.
+	ReasonRepoSecretMissing = "RepoSecretMissing"
+	// ReasonAgentPodsBuildable: everything an agent pod of the Project needs is there.
+	ReasonAgentPodsBuildable = "AgentPodsBuildable"
+)
 
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=tproj
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="Project names are at most 63 characters: agent pods carry the name as a label value"
 
 // Project is a set of repositories and the settings of the agents working on them.

@@ -87,6 +87,9 @@ type Options struct {
 	Limits Limits
 	// TLS, when set, makes the server speak HTTPS (TLS.Config); nil is plain HTTP.
 	TLS *tls.Config
+	// RateLimit bounds each Task's requests (429 with Retry-After above it); the zero value is
+	// no limit. The token review is not limited: its callers are backends, not Tasks.
+	RateLimit RateLimit
 }
 
 // Server is the REST API. It implements controller-runtime's manager.Runnable.
@@ -95,6 +98,8 @@ type Server struct {
 	mux  *http.ServeMux
 	// graceSlots holds one token per request waiting out tokenCacheGrace.
 	graceSlots chan struct{}
+	// limiters holds each Task's token bucket; nil without a rate limit.
+	limiters *taskLimiters
 }
 
 // call is one authenticated request.
@@ -162,10 +167,14 @@ func New(opts Options) *Server {
 	}
 	opts.Limits = opts.Limits.withDefaults()
 	s := &Server{opts: opts, mux: http.NewServeMux(), graceSlots: make(chan struct{}, maxTokenGraceWaiters)}
+	if opts.RateLimit.Enabled() {
+		s.limiters = newTaskLimiters(opts.RateLimit, time.Now)
+	}
 	for _, rt := range s.routes() {
 		s.mux.Handle(rt.method+" "+rt.path, s.timed(rt.path, s.wrap(rt)))
 	}
 	s.mux.Handle(http.MethodPost+" "+TokenReviewPath, s.timed(TokenReviewPath, http.HandlerFunc(s.tokenReview)))
+	s.mux.Handle(http.MethodGet+" "+HealthzPath, s.timed(HealthzPath, http.HandlerFunc(healthz)))
 	s.mux.Handle(fallbackRoute, s.timed(fallbackRoute, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.count("unknown", http.StatusNotFound)
 		writeJSON(w, http.StatusNotFound, errorBody{Error: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)})
@@ -252,8 +261,8 @@ func (s *Server) count(tool string, status int) {
 	}
 }
 
-// wrap applies authentication (401), scope (403) and the kind's authorization (403) before
-// the handler, and records metrics and a log line after it.
+// wrap applies authentication (401), the Task's rate limit (429), scope (403) and the kind's
+// authorization (403) before the handler, and records metrics and a log line after it.
 func (s *Server) wrap(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -277,6 +286,9 @@ func (s *Server) serve(rt route, w http.ResponseWriter, r *http.Request) (int, a
 	task, aerr := s.authenticate(ctx, r)
 	if aerr != nil {
 		return aerr.status, errorBody{Error: aerr.msg}, nil
+	}
+	if aerr := s.rateLimited(w, task.UID); aerr != nil {
+		return aerr.status, errorBody{Error: aerr.msg}, task
 	}
 	switch rt.scope {
 	case scopeTask:

@@ -276,9 +276,15 @@ func (r *TaskReconciler) deleteSecret(ctx context.Context, task *tatarav1.Task) 
 // res. A missing ConfigMap, a missing image or malformed resources return a reason for the
 // Task's condition (the ConfigMap watch requeues the Task when it changes); other errors none.
 func (r *TaskReconciler) runtimeConfig(ctx context.Context, name string, res *agent.Resources) (string, string, error) {
+	return readRuntimeConfig(ctx, r.Client, r.Config.RuntimeNamespace, name, res)
+}
+
+// readRuntimeConfig is runtimeConfig for any reader: the Task and Project reconcilers share it, so
+// a Project is Ready exactly when its Tasks would find the runtime ConfigMaps usable.
+func readRuntimeConfig(ctx context.Context, c client.Reader, namespace, name string, res *agent.Resources) (string, string, error) {
 	var cm corev1.ConfigMap
-	key := types.NamespacedName{Namespace: r.Config.RuntimeNamespace, Name: name}
-	if err := r.Get(ctx, key, &cm); err != nil {
+	key := types.NamespacedName{Namespace: namespace, Name: name}
+	if err := c.Get(ctx, key, &cm); err != nil {
 		if apierrors.IsNotFound(err) {
 			return "", tatarav1.ReasonRuntimeConfigMissing, fmt.Errorf("configmap %s not found: install its chart or create it with key %q", key, ImageKey)
 		}

@@ -1,5 +1,5 @@
 // Package manager wires the operator together: the controller-runtime manager (metrics,
-// health probes, leader election, cache scoping), the Task controller and the REST API.
+// health probes, leader election, cache scoping), the Task and Project controllers and the REST API.
 // cmd/main.go only parses flags and calls New.
 package manager
 
@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
@@ -61,6 +62,8 @@ type Options struct {
 	AgentNamespaces []string
 	// MaxBodyBytes bounds REST request bodies.
 	MaxBodyBytes int64
+	// APIRateLimit bounds each Task's REST requests (429 above); the zero value is no limit.
+	APIRateLimit api.RateLimit
 	// Registerer receives the operator's metrics; nil means controller-runtime's registry,
 	// which /metrics serves.
 	Registerer prometheus.Registerer
@@ -69,6 +72,9 @@ type Options struct {
 	MaxConcurrentReconciles int
 	// SkipNameValidation allows several managers in one process (tests restarting the operator).
 	SkipNameValidation bool
+	// RepoSecretRecheck is how often a Project whose repo Secret is missing looks again (0:
+	// controller.RepoSecretRecheck); tests shorten it.
+	RepoSecretRecheck time.Duration
 }
 
 // Operator is a configured manager plus handles tests and main need.
@@ -97,6 +103,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 	}
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	if err := opts.APIRateLimit.Validate(); err != nil {
+		return nil, fmt.Errorf("failed to configure the REST API: %w", err)
 	}
 	apiTLS, err := loadAPITLS(opts.APITLSCertDir, opts.Controller.OperatorURL)
 	if err != nil {
@@ -148,10 +157,16 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 	if err := r.SetupWithManager(mgr, copts); err != nil {
 		return nil, fmt.Errorf("failed to set up task controller: %w", err)
 	}
+	pr := &controller.ProjectReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Config: opts.Controller,
+		SecretRecheck: opts.RepoSecretRecheck}
+	if err := pr.SetupWithManager(mgr, copts); err != nil {
+		return nil, fmt.Errorf("failed to set up project controller: %w", err)
+	}
 
 	apiOpts := api.Options{
 		Addr: opts.APIAddr, Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: rec,
 		Metrics: m, Log: opts.Log.With("component", "api"), MaxBodyBytes: opts.MaxBodyBytes,
+		RateLimit: opts.APIRateLimit,
 	}
 	if apiTLS != nil {
 		apiOpts.TLS = apiTLS.Config()

@@ -3,13 +3,14 @@
 //
 // Two subcommands serve the pod's workspace-init container, which runs the same binary:
 // `wrapper workspace-init` clones the Task's repository, and `wrapper git-credential` is the git
-// credential helper it gives git.
+// credential helper it gives git. `wrapper release-check` is the tatara-wrapper chart's Helm test.
 package main
 
 import (
 	"os"
 
 	"tatara.dev/wrapper/internal/app"
+	"tatara.dev/wrapper/internal/releasecheck"
 	"tatara.dev/wrapper/internal/workspace"
 )
 
@@ -20,6 +21,8 @@ func main() {
 			os.Exit(workspace.Main(os.Args[2:], os.Stderr))
 		case "git-credential":
 			os.Exit(workspace.CredentialMain(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+		case "release-check":
+			os.Exit(releasecheck.Main(os.Args[2:], os.Stdout, os.Stderr))
 		}
 	}
 	os.Exit(app.Main(os.Args[1:], os.Getenv, os.Environ(), os.Stderr))
