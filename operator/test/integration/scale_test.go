@@ -26,6 +26,7 @@ import (
 
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 	"tatara.dev/operator/internal/agent"
+	"tatara.dev/operator/internal/manager"
 )
 
 // The scale benchmark: bursts of N Tasks over 10 Projects against one in-process operator per
@@ -57,6 +58,20 @@ func scaleSizes(t *testing.T) []int {
 		sizes = append(sizes, n)
 	}
 	return sizes
+}
+
+// scaleWorkers is the operator's number of reconcile workers in the run: the chart's default (4)
+// unless TATARA_SCALE_WORKERS says otherwise, to compare defaults on the same machine.
+func scaleWorkers(t *testing.T) int {
+	env := os.Getenv("TATARA_SCALE_WORKERS")
+	if env == "" {
+		return 4
+	}
+	n, err := strconv.Atoi(env)
+	if err != nil || n <= 0 {
+		t.Fatalf("TATARA_SCALE_WORKERS: %q is not a positive number", env)
+	}
+	return n
 }
 
 type scaleResult struct {
@@ -208,7 +223,9 @@ func startCountedOperator(t *testing.T, counter *requestCounter) (stop func()) {
 	opCfg := rest.CopyConfig(cfg)
 	opCfg.QPS, opCfg.Burst = -1, 0
 	opCfg.WrapTransport = counter.wrap
-	return startOperatorOn(t, opCfg).stop
+	workers := scaleWorkers(t)
+	fmt.Printf("operator: %d reconcile workers, no client-side rate limit\n", workers)
+	return startOperatorOn(t, opCfg, func(o *manager.Options) { o.MaxConcurrentReconciles = workers }).stop
 }
 
 // waitQuiet returns once the operator has sent no request for quiet, or after limit.
