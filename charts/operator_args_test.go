@@ -39,7 +39,7 @@ func TestOperatorArgsCarryWorkersAndRateLimit(t *testing.T) {
 		vals map[string]any
 		want []string
 	}{
-		{"defaults", nil, []string{"--max-concurrent-reconciles=4", "--api-rate-limit=20", "--api-rate-burst=40"}},
+		{"defaults", nil, []string{"--max-concurrent-reconciles=8", "--api-rate-limit=20", "--api-rate-burst=40"}},
 		{"set", map[string]any{"maxConcurrentReconciles": 8, "apiRateLimit": map[string]any{"perSecond": 0.5, "burst": 1000000}},
 			[]string{"--max-concurrent-reconciles=8", "--api-rate-limit=0.5", "--api-rate-burst=1000000"}},
 		{"limit off", map[string]any{"apiRateLimit": map[string]any{"perSecond": 0, "burst": 0}},

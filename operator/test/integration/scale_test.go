@@ -60,12 +60,12 @@ func scaleSizes(t *testing.T) []int {
 	return sizes
 }
 
-// scaleWorkers is the operator's number of reconcile workers in the run: the chart's default (4)
+// scaleWorkers is the operator's number of reconcile workers in the run: the default of cmd (8)
 // unless TATARA_SCALE_WORKERS says otherwise, to compare defaults on the same machine.
 func scaleWorkers(t *testing.T) int {
 	env := os.Getenv("TATARA_SCALE_WORKERS")
 	if env == "" {
-		return 4
+		return 8
 	}
 	n, err := strconv.Atoi(env)
 	if err != nil || n <= 0 {
