@@ -462,10 +462,12 @@ func gitGateway(task *tatarav1.Task, repo *tatarav1.ProjectRepo, cfg Config) (co
 			},
 			RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways),
 			Ports:         []corev1.ContainerPort{{Name: "git-gw-metrics", ContainerPort: GitGatewayHealthPort, Protocol: corev1.ProtocolTCP}},
-			StartupProbe: &corev1.Probe{
-				ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intOrPort(GitGatewayHealthPort)}},
-				PeriodSeconds:    1,
-				FailureThreshold: 60,
+			// A readiness probe, not a startup probe: a native sidecar's startup probe holds back
+			// every container after it, and the agent needs the gateway only when it pushes, long
+			// after it started. Waiting for it cost 2 to 8 s of every start in e2e.
+			ReadinessProbe: &corev1.Probe{
+				ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intOrPort(GitGatewayHealthPort)}},
+				PeriodSeconds: 5,
 			},
 			SecurityContext: containerSecurityContext(),
 			VolumeMounts:    []corev1.VolumeMount{{Name: "git-push", MountPath: PushCredentialsDir, ReadOnly: true}},
