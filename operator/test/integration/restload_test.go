@@ -181,7 +181,7 @@ func createRESTAgents(t *testing.T, n int) []restAgent {
 		namespaces[i] = newNamespace(t)
 		newProject(t, namespaces[i], "p")
 	}
-	t.Cleanup(func() { teardownRESTLoad(t, namespaces) })
+	t.Cleanup(func() { deleteBenchNamespaces(t, namespaces) })
 
 	agents := make([]restAgent, n)
 	jobs := make(chan int)
@@ -258,21 +258,6 @@ func createRESTAgents(t *testing.T, n int) []restAgent {
 			t.Fatalf("%d of %d Tasks had no token after waiting until %s: %v", missing, n, deadline.Format(time.TimeOnly), lastErr)
 		}
 		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-// teardownRESTLoad deletes what the run left: envtest has no garbage collector.
-func teardownRESTLoad(t *testing.T, namespaces []string) {
-	ctx := context.Background()
-	for _, ns := range namespaces {
-		for _, o := range []client.Object{&tatarav1.Task{}, &corev1.Pod{}, &corev1.Secret{}, &tatarav1.Project{}} {
-			if err := k8s.DeleteAllOf(ctx, o, client.InNamespace(ns)); err != nil {
-				t.Errorf("failed to delete %T in %s: %v", o, ns, err)
-			}
-		}
-		if err := k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			t.Errorf("failed to delete namespace %s: %v", ns, err)
-		}
 	}
 }
 

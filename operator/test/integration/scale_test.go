@@ -245,7 +245,7 @@ func runScale(t *testing.T, n int, profile string) scaleResult {
 		namespaces[i] = newNamespace(t)
 		newProject(t, namespaces[i], "p")
 	}
-	t.Cleanup(func() { teardownScale(t, namespaces) })
+	t.Cleanup(func() { deleteBenchNamespaces(t, namespaces) })
 
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -408,22 +408,6 @@ func runScale(t *testing.T, n int, profile string) scaleResult {
 		p50: percentile(latencies, 0.50), p95: percentile(latencies, 0.95), p99: percentile(latencies, 0.99),
 		requests: requests,
 		heapPeak: heap - min(heap, base.HeapInuse), goroutines: max(0, goroutines-baseGoroutines),
-	}
-}
-
-// teardownScale deletes what the burst left: envtest has no garbage collector, so the pods
-// and token Secrets the Tasks own stay unless deleted, and the next N's operator would cache them.
-func teardownScale(t *testing.T, namespaces []string) {
-	ctx := context.Background()
-	for _, ns := range namespaces {
-		for _, o := range []client.Object{&tatarav1.Task{}, &corev1.Pod{}, &corev1.Secret{}, &tatarav1.Project{}} {
-			if err := k8s.DeleteAllOf(ctx, o, client.InNamespace(ns)); err != nil {
-				t.Errorf("failed to delete %T in %s: %v", o, ns, err)
-			}
-		}
-		if err := k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			t.Errorf("failed to delete namespace %s: %v", ns, err)
-		}
 	}
 }
 
