@@ -190,18 +190,22 @@ func loadCA(path string) (*x509.CertPool, error) {
 	return pool, nil
 }
 
-// eventually calls f until it returns nil or timeout passes, and returns its last error.
+// eventually calls f until it returns nil or timeout passes, and returns its last error. The
+// timeout bounds the retries, not an attempt (each has its client's own timeout): an attempt that
+// outlasts it still ends with its real cause instead of "context deadline exceeded".
 func eventually(ctx context.Context, timeout, interval time.Duration, f func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+	deadline := time.Now().Add(timeout)
 	for {
 		err := f(ctx)
 		if err == nil {
 			return nil
 		}
+		if !time.Now().Before(deadline) {
+			return fmt.Errorf("%w (still so after %s)", err, timeout)
+		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%w (still so after %s)", err, timeout)
+			return fmt.Errorf("%w (%w)", err, context.Cause(ctx))
 		case <-time.After(interval):
 		}
 	}
