@@ -414,7 +414,7 @@ func (f restRoundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { 
 func (c *apiCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 	return restRoundTripFunc(func(req *http.Request) (*http.Response, error) {
 		resp, err := rt.RoundTrip(req)
-		key := apiVerbResource(req)
+		key := verbResource(req)
 		switch {
 		case err != nil:
 			key += " (transport error)"
@@ -446,38 +446,6 @@ func delta(from, to map[string]int64) map[string]int64 {
 		}
 	}
 	return out
-}
-
-// apiVerbResource names a request as API server audit logs do: "get tasks", "update tasks/status".
-func apiVerbResource(req *http.Request) string {
-	parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
-	switch {
-	case len(parts) >= 3 && parts[0] == "api":
-		parts = parts[2:]
-	case len(parts) >= 4 && parts[0] == "apis":
-		parts = parts[3:]
-	default:
-		return "discovery"
-	}
-	if len(parts) >= 3 && parts[0] == "namespaces" {
-		parts = parts[2:]
-	}
-	resource, named := parts[0], len(parts) >= 2
-	if len(parts) >= 3 {
-		resource += "/" + parts[2]
-	}
-	verb := map[string]string{http.MethodPost: "create", http.MethodPut: "update", http.MethodPatch: "patch", http.MethodDelete: "delete"}[req.Method]
-	if req.Method == http.MethodGet {
-		switch {
-		case named:
-			verb = "get"
-		case req.URL.Query().Get("watch") == "true":
-			verb = "watch"
-		default:
-			verb = "list"
-		}
-	}
-	return verb + " " + resource
 }
 
 // printAPIRequests prints the operator's API server requests during each phase, per answered call.

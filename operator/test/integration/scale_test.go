@@ -143,43 +143,6 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-// verbResource names a request the way API server audit logs do: "get pods", "patch tasks/status".
-func verbResource(req *http.Request) string {
-	parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
-	switch {
-	case len(parts) >= 2 && parts[0] == "api":
-		parts = parts[2:]
-	case len(parts) >= 3 && parts[0] == "apis":
-		parts = parts[3:]
-	default:
-		return "discovery"
-	}
-	if len(parts) == 0 {
-		return "discovery"
-	}
-	if parts[0] == "namespaces" && len(parts) >= 3 {
-		parts = parts[2:]
-	}
-	resource, named := parts[0], len(parts) >= 2
-	if len(parts) >= 3 {
-		resource += "/" + parts[2]
-	}
-	verb := map[string]string{
-		http.MethodPost: "create", http.MethodPut: "update", http.MethodPatch: "patch", http.MethodDelete: "delete",
-	}[req.Method]
-	switch {
-	case req.Method == http.MethodGet && named:
-		verb = "get"
-	case req.Method == http.MethodGet && req.URL.Query().Get("watch") == "true":
-		verb = "watch"
-	case req.Method == http.MethodGet:
-		verb = "list"
-	case req.Method == http.MethodDelete && !named:
-		verb = "deletecollection"
-	}
-	return verb + " " + resource
-}
-
 // sampler records the peak heap in use and goroutine count every 100 ms.
 type sampler struct {
 	heap       uint64
