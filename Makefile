@@ -9,7 +9,7 @@ include hack/versions.env
 # charts only renders templates in one goroutine: -race there would only double the cold compile
 # of Helm and Prometheus (~8 min on 2 cores).
 NO_RACE_MODULES := charts
-MODULES ?= cli operator wrapper e2e charts
+MODULES ?= cli operator wrapper e2e charts testkit
 
 # Everything expensive lands under one cache outside the clone, keyed by version.
 TATARA_CACHE ?= $(HOME)/.cache/tatara
@@ -89,19 +89,16 @@ bench-scale: envtest-assets ## Operator scale benchmark: Task bursts of 10, 100,
 bench-rest: envtest-assets ## Operator REST API under load: 500 agents x (task_get, task_note) for 30 s vs a cache Get; target: only 2xx and 429.
 	@cd operator && go test -tags restload -run '^TestRESTLoad$$' -count=1 -timeout 30m -v ./test/integration | grep --line-buffered -vE '^(=== RUN|PASS|ok )'
 
-# Every generated or golden file, rewritten by its test with UPDATE_GOLDEN=1 (package
-# tatara.dev/cli/pkg/golden): <module>:<package>:<test>[,<test>...].
-GOLDEN_TESTS := \
-	cli:./internal/cli:TestToolReferenceUpToDate,TestReadmeProfileTableUpToDate,TestChartToolCountsUpToDate \
-	cli:./internal/mcpserver:TestToolSnapshots \
-	operator:./internal/agent:TestBuildPodGolden \
-	charts:.:TestDefaultRenderSnapshots,TestChartReadmesUpToDate
-
+# Every generated or golden file is rewritten by its test with UPDATE_GOLDEN=1 (package
+# tatara.dev/testkit/golden). The packages are found, not listed: every package whose tests import
+# testkit/golden runs whole, so a new golden test is never left out.
 .PHONY: update-golden
 update-golden: chart-tools ## Rewrite every golden file (docs, tool and chart snapshots, pod goldens) after a reviewed change.
-	@for g in $(GOLDEN_TESTS); do mod=$${g%%:*}; rest=$${g#*:}; pkg=$${rest%%:*}; run=$${rest#*:}; \
-		echo "== update-golden $$mod $$pkg $$run"; (cd $$mod && UPDATE_GOLDEN=1 go test $$pkg -run "^($${run//,/|})\$$" -count=1) || exit 1; done
-	@git status --short -- cli/docs README.md cli/internal/mcpserver/testdata operator/internal/agent/testdata charts/testdata charts/*/README.md charts/tatara-cli/tool-counts.json
+	@for m in $(MODULES); do \
+		pkgs=$$(cd $$m && go list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | awk '/ tatara\.dev\/testkit\/golden( |$$)/ {print $$1}'); \
+		[ -n "$$pkgs" ] || continue; echo "== update-golden $$m:" $$pkgs; \
+		(cd $$m && UPDATE_GOLDEN=1 go test -count=1 $$pkgs) || exit 1; done
+	@git status --short
 
 ##@ Build
 
@@ -115,43 +112,36 @@ OPERATOR_VERSION := $(call chart_app_version,tatara-operator)
 # tests), the model stand-in (the kind environment's model) and the e2e git server.
 STANDIN_VERSION := $(WRAPPER_VERSION)
 
-# Binaries: <name>_MODULE, _PKG (inside the module), _VERSION, _VERSION_VAR (the -X target).
+# Binaries: <name>_MODULE, _PKG (inside the module), _VERSION.
 BINARIES := tatara wrapper operator agent-standin model-standin git-server
 tatara_MODULE := cli
 tatara_PKG := ./cmd/tatara
 tatara_VERSION := $(CLI_VERSION)
-tatara_VERSION_VAR := tatara.dev/cli/internal/version.Version
 # The git commit, for `tatara version` and every *_build_info{revision}.
 REVISION ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
-tatara_EXTRA_LDFLAGS := -X tatara.dev/cli/internal/version.revision=$(REVISION)
 wrapper_MODULE := wrapper
 wrapper_PKG := ./cmd/wrapper
 wrapper_VERSION := $(WRAPPER_VERSION)
-wrapper_VERSION_VAR := tatara.dev/wrapper/internal/app.Version
-wrapper_EXTRA_LDFLAGS := -X tatara.dev/wrapper/internal/metrics.revision=$(REVISION)
 operator_MODULE := operator
 operator_PKG := ./cmd
 operator_VERSION := $(OPERATOR_VERSION)
-operator_VERSION_VAR := tatara.dev/operator/internal/version.Version
-operator_EXTRA_LDFLAGS := -X tatara.dev/operator/internal/metrics.revision=$(REVISION)
 agent-standin_MODULE := e2e
 agent-standin_PKG := ./cmd/agent-standin
 agent-standin_VERSION := $(STANDIN_VERSION)
-agent-standin_VERSION_VAR := main.version
 model-standin_MODULE := e2e
 model-standin_PKG := ./cmd/model-standin
 model-standin_VERSION := $(STANDIN_VERSION)
-model-standin_VERSION_VAR := main.version
 git-server_MODULE := e2e
 git-server_PKG := ./cmd/git-server
 git-server_VERSION := $(STANDIN_VERSION)
-git-server_VERSION_VAR := main.version
 # Only the binaries whose module is in this checkout (a branch may not have them all yet).
 PRESENT_BINARIES := $(foreach b,$(BINARIES),$(if $(wildcard $($(b)_MODULE)/go.mod),$(b)))
 
 # go build of one binary: static, trimmed, version-stamped. $(1)=name $(2)=output path $(3)=env.
+# Every binary reports its build through tatara.dev/cli/pkg/buildinfo: one pair of -X flags.
+BUILDINFO_PKG := tatara.dev/cli/pkg/buildinfo
 go_build = (cd $($(1)_MODULE) && $(3) CGO_ENABLED=0 go build -trimpath \
-	-ldflags "-s -w -X $($(1)_VERSION_VAR)=$($(1)_VERSION) $($(1)_EXTRA_LDFLAGS)" -o $(2) $($(1)_PKG))
+	-ldflags "-s -w -X $(BUILDINFO_PKG).Version=$($(1)_VERSION) -X $(BUILDINFO_PKG).revision=$(REVISION)" -o $(2) $($(1)_PKG))
 
 .PHONY: build
 build: ## Build every binary into ./bin (static, version-stamped with its chart's appVersion).
@@ -226,7 +216,6 @@ export K8S_VERSION
 K8S_BIN_DIR := $(TATARA_CACHE)/k8s/$(K8S_VERSION)/bin
 # The operator's envtest and the chart tests' server-side dry runs use this apiserver and etcd.
 export KUBEBUILDER_ASSETS ?= $(K8S_BIN_DIR)
-export TATARA_ENVTEST_ASSETS := $(K8S_BIN_DIR)
 
 .PHONY: k8s-binaries
 k8s-binaries: ## Build (once, cached) the Kubernetes binaries, etcd, CoreDNS, crictl, pause.
@@ -273,7 +262,13 @@ AGENT_IMAGE := $(IMAGE_REGISTRY)/tatara-agent-claude:$(CLAUDE_CODE_VERSION)
 # The e2e git server (hack/git-server-image.sh): the agent image's Debian root filesystem (git)
 # plus the static git-server binary.
 GIT_SERVER_IMAGE := $(IMAGE_REGISTRY)/tatara-git-server:$(STANDIN_VERSION)
-IMAGE_REFS := $(foreach i,$(IMAGE_NAMES),$(IMAGE_REGISTRY)/$(i):$($(i)_VERSION)) $(AGENT_IMAGE) $(GIT_SERVER_IMAGE)
+# The e2e monitoring stack (e2e/charts/monitoring, installed by helmfile's kind environment):
+# prometheus-operator, its config reloader and Prometheus, FROM scratch, built from the Go module
+# proxy at the versions of hack/versions.env (hack/monitoring-images.sh).
+MONITORING_IMAGES := $(IMAGE_REGISTRY)/prometheus-operator:$(PROMETHEUS_OPERATOR_VERSION) \
+	$(IMAGE_REGISTRY)/prometheus-config-reloader:$(PROMETHEUS_OPERATOR_VERSION) \
+	$(IMAGE_REGISTRY)/prometheus:$(PROMETHEUS_VERSION)
+IMAGE_REFS := $(foreach i,$(IMAGE_NAMES),$(IMAGE_REGISTRY)/$(i):$($(i)_VERSION)) $(AGENT_IMAGE) $(GIT_SERVER_IMAGE) $(MONITORING_IMAGES)
 IMAGE_CONTEXT := $(BIN_DIR)/image-context
 # The binaries the images hold (the agent stand-in is only for the wrapper's tests).
 IMAGE_BINARIES := tatara wrapper operator model-standin git-server
@@ -281,7 +276,7 @@ IMAGE_BINARIES := tatara wrapper operator model-standin git-server
 IMAGE_GOARCH ?= $(shell go env GOARCH)
 
 .PHONY: images
-images: ## Build the images (FROM scratch, the Claude Code agent image, the e2e git server), tagged with the pinned versions.
+images: ## Build the images (FROM scratch, the Claude Code agent image, the e2e git server and monitoring stack), tagged with the pinned versions.
 	@hack/ensure-docker.sh
 	@$(foreach b,$(IMAGE_BINARIES),[ -f $($(b)_MODULE)/go.mod ] || { echo "make images: module $($(b)_MODULE)/ (binary $(b)) is missing from this checkout"; exit 1; };)
 	@mkdir -p $(IMAGE_CONTEXT)
@@ -292,11 +287,20 @@ images: ## Build the images (FROM scratch, the Claude Code agent image, the e2e 
 		-f hack/image/Dockerfile $(IMAGE_CONTEXT) 2>&1 >/dev/null | sed '/legacy builder is deprecated/,/buildx\//d' &&) true
 	@echo "== image $(AGENT_IMAGE)"; GOARCH=$(IMAGE_GOARCH) hack/agent-image.sh $(AGENT_IMAGE)
 	@echo "== image $(GIT_SERVER_IMAGE)"; GIT_SERVER_BINARY=$(IMAGE_CONTEXT)/git-server hack/git-server-image.sh $(GIT_SERVER_IMAGE)
-	@docker image ls --format '{{.Repository}}:{{.Tag}}\t{{.Size}}' | grep -F -e '$(IMAGE_REGISTRY)/tatara-' | sort
+	@echo "== images $(MONITORING_IMAGES)"; IMAGE_REGISTRY=$(IMAGE_REGISTRY) GOARCH=$(IMAGE_GOARCH) hack/monitoring-images.sh
+	@docker image ls --format '{{.Repository}}:{{.Tag}}\t{{.Size}}' | grep -F -e '$(IMAGE_REGISTRY)/tatara-' -e '$(IMAGE_REGISTRY)/prometheus' | sort
 
 .PHONY: image-refs
 image-refs: ## Print the image references make images builds.
 	@echo $(IMAGE_REFS)
+
+# The merge request's diff without the helm-diff plugin: the environment's releases rendered with
+# the pinned helm and helmfile, compared by the API server (kubectl diff --server-side). Exit 1
+# means a change. KUBECONFIG selects the cluster.
+ENV ?= production
+.PHONY: diff
+diff: ## Diff an environment's releases against the cluster, no plugin: make diff ENV=kind|production (KUBECONFIG).
+	@hack/helmfile-diff.sh $(ENV)
 
 .PHONY: check-pins
 check-pins: ## Prove helmfile pins == Chart.yaml version/appVersion (agent: hack/versions.env) == the tags make images builds.
@@ -312,7 +316,7 @@ sync-crds: ## Copy the operator's generated CRDs and RBAC rules into the tatara-
 	@cd charts && go run ./cmd/syncoperator --root ..
 
 .PHONY: monitoring-crds
-monitoring-crds: ## Regenerate the prometheus-operator CRDs the chart tests dry-run against.
+monitoring-crds: ## Regenerate the prometheus-operator CRDs (chart tests' charts/testdata/crds, the e2e monitoring chart's crds/).
 	hack/monitoring-crds.sh
 
 # The chart tests run the pinned helm and helmfile and a real kube-apiserver + etcd (envtest);

@@ -18,11 +18,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"tatara.dev/cli/pkg/testutil"
+	"tatara.dev/testkit/envtestassets"
+
+	"tatara.dev/testkit/testutil"
 )
 
 // A real kube-apiserver + etcd (envtest, the binaries the operator's integration tests use), with
-// the charts' CRDs and the prometheus-operator CRDs installed. Started once, on first use.
+// the charts' CRDs and the prometheus-operator CRDs installed (those the charts' monitoring objects
+// need, and those of the e2e monitoring chart, which helmfile's kind environment installs). Started
+// once, on first use.
 var (
 	envOnce  sync.Once
 	testEnv  *envtest.Environment
@@ -67,20 +71,18 @@ func TestMain(m *testing.M) {
 // kube-apiserver/etcd binaries are missing.
 func apiServer(t *testing.T) client.Client {
 	t.Helper()
-	assets := requireTool(t, "TATARA_ENVTEST_ASSETS", "chart-tools")
 	envOnce.Do(func() {
-		for _, bin := range []string{"kube-apiserver", "etcd"} {
-			if _, err := os.Stat(filepath.Join(assets, bin)); err != nil {
-				envErr = fmt.Errorf("envtest binary %s missing in %s (make chart-tools builds it): %w", bin, assets, err)
-				return
-			}
+		var assets string
+		if assets, envErr = envtestassets.Dir(); envErr != nil {
+			return
 		}
 		root := repoRoot(t)
 		testEnv = &envtest.Environment{
 			BinaryAssetsDirectory: assets,
 			CRDDirectoryPaths: []string{
-				filepath.Join(root, "charts", "tatara-operator", "crds"),
+				filepath.Join(root, "charts", "tatara-operator", "files", "crds"),
 				filepath.Join(root, "charts", "testdata", "crds"),
+				filepath.Join(root, "e2e", "charts", "monitoring", "crds"),
 			},
 			ErrorIfCRDPathMissing: true,
 		}
@@ -96,7 +98,7 @@ func apiServer(t *testing.T) client.Client {
 		}
 		ctx := context.Background()
 		// The namespaces helmfile installs into, enforcing the restricted Pod Security Standard.
-		for _, ns := range []string{"tatara-system", "tatara-agents"} {
+		for _, ns := range []string{"tatara-system", "tatara-agents", "monitoring"} {
 			n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{
 				"pod-security.kubernetes.io/enforce": "restricted",
 				"pod-security.kubernetes.io/warn":    "restricted",

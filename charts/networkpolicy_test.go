@@ -110,11 +110,18 @@ func TestOperatorNetworkPolicyAdmitsOnlyAgentsToTheAPI(t *testing.T) {
 	}
 }
 
-// TestProjectNetworkPolicyConfinesAgentPods: the Project's agent pods take only metrics scrapes,
-// and reach the cluster and the outside except the metadata addresses, each in its family's block.
+// TestProjectNetworkPolicyConfinesAgentPods: the Project's agent pods take only metrics scrapes;
+// in the cluster they reach DNS, the Tatara services and what egressInCluster adds, nothing else;
+// outside it every address but the private ranges and the metadata addresses, each in its
+// family's block.
 func TestProjectNetworkPolicyConfinesAgentPods(t *testing.T) {
 	np := networkPolicy(t, "tatara-project", map[string]any{"name": "alpha",
-		"networkPolicy": map[string]any{"egressDenied": map[string]any{"alibabaMetadata": nil, "corp": "10.20.0.0/16"}}})
+		"networkPolicy": map[string]any{
+			"egressDenied":        map[string]any{"alibabaMetadata": nil, "corp": "203.0.113.0/24"},
+			"egressPrivateRanges": map[string]any{"rfc1918c": nil},
+			"egressInCluster": map[string]any{"git": map[string]any{"namespace": "git", "podLabels": map[string]any{"app": "gitea"},
+				"ports": map[string]any{"3000/TCP": map[string]any{}}}},
+		}})
 	wantSelector := map[string]any{"tatara.dev/project": "alpha"}
 	for k, v := range agentPodLabels {
 		wantSelector[k] = v
@@ -136,12 +143,20 @@ func TestProjectNetworkPolicyConfinesAgentPods(t *testing.T) {
 	if !reflect.DeepEqual(ports, []float64{9090, 9091, 9092}) {
 		t.Errorf("metrics ports %v, want the wrapper's, the cli's and the git gateway's (9090, 9091, 9092)", ports)
 	}
+	ns := func(name string) map[string]any {
+		return map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": name}}
+	}
+	port := func(p int, proto string) map[string]any { return map[string]any{"port": p, "protocol": proto} }
 	want := asJSON(t, []map[string]any{
-		{"to": []any{map[string]any{"namespaceSelector": map[string]any{}}}},
+		{"to": []any{map[string]any{"namespaceSelector": ns("kube-system"), "podSelector": map[string]any{"matchLabels": map[string]any{"k8s-app": "kube-dns"}}}},
+			"ports": []any{port(53, "TCP"), port(53, "UDP")}},
+		{"to": []any{map[string]any{"namespaceSelector": ns("git"), "podSelector": map[string]any{"matchLabels": map[string]any{"app": "gitea"}}}},
+			"ports": []any{port(3000, "TCP")}},
+		{"to": []any{map[string]any{"namespaceSelector": ns("tatara-system")}}, "ports": []any{port(8080, "TCP"), port(8082, "TCP")}},
 		{"to": []any{
-			map[string]any{"ipBlock": map[string]any{"cidr": "0.0.0.0/0", "except": []any{"10.20.0.0/16", "168.63.129.16/32",
-				"169.254.169.252/32", "169.254.169.254/32", "169.254.170.2/32", "169.254.170.23/32"}}},
-			map[string]any{"ipBlock": map[string]any{"cidr": "::/0", "except": []any{"fd00:ec2::23/128", "fd00:ec2::254/128"}}},
+			map[string]any{"ipBlock": map[string]any{"cidr": "0.0.0.0/0", "except": []any{"10.0.0.0/8", "100.64.0.0/10", "168.63.129.16/32",
+				"169.254.0.0/16", "169.254.169.252/32", "169.254.169.254/32", "169.254.170.2/32", "169.254.170.23/32", "172.16.0.0/12", "203.0.113.0/24"}}},
+			map[string]any{"ipBlock": map[string]any{"cidr": "::/0", "except": []any{"fc00::/7", "fd00:ec2::23/128", "fd00:ec2::254/128", "fe80::/10"}}},
 		}},
 	})
 	if got := rules(t, np, "egress"); !reflect.DeepEqual(asJSON(t, got), want) {

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"tatara.dev/charts/internal/chartdoc"
-	"tatara.dev/cli/pkg/golden"
+	"tatara.dev/testkit/golden"
 )
 
 // TestChartReadmesUpToDate keeps each chart's README.md equal to what chartdoc renders from its

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart/loader"
@@ -84,4 +85,19 @@ func firstDiff(want, got string) string {
 		}
 	}
 	return ""
+}
+
+// TestRendersAreDeterministic: every chart renders the same manifest twice, a second apart, so
+// a sync followed by a diff shows no change (no random or time-dependent value, no lookup).
+func TestRendersAreDeterministic(t *testing.T) {
+	first := map[string]string{}
+	for _, tc := range renderCases() {
+		first[tc.name] = manifest(t, tc.chart, tc.vals)
+	}
+	time.Sleep(1100 * time.Millisecond) // a template using `now` renders another second
+	for _, tc := range renderCases() {
+		if manifest(t, tc.chart, tc.vals) != first[tc.name] {
+			t.Errorf("%s: two renders differ; a template uses a random or time-dependent value", tc.name)
+		}
+	}
 }

@@ -13,6 +13,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"tatara.dev/charts/internal/pins"
 )
 
 // run runs a pinned tool and returns its stdout; stderr goes into the failure message.
@@ -83,9 +85,49 @@ func helmfileTemplate(t *testing.T, env string) string {
 	return out
 }
 
+// assertE2EMonitoring: kind, and only kind, renders the e2e monitoring stack, whose Prometheus runs
+// the pinned image and selects every PodMonitor, ServiceMonitor and PrometheusRule of the cluster.
+func assertE2EMonitoring(t *testing.T, st *pins.State, env, registry string, objs []*unstructured.Unstructured) {
+	t.Helper()
+	var prom *unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == "Prometheus" {
+			prom = o
+		}
+		if env != "kind" && (o.GetNamespace() == "monitoring" || strings.HasPrefix(o.GetName(), pins.MonitoringRelease)) {
+			t.Errorf("helmfile -e %s renders %s of the e2e monitoring stack", env, describe(o))
+		}
+	}
+	if env != "kind" {
+		if prom != nil {
+			t.Errorf("helmfile -e %s renders %s", env, describe(prom))
+		}
+		return
+	}
+	if prom == nil {
+		t.Fatal("helmfile -e kind renders no Prometheus")
+	}
+	var version string
+	for _, img := range pins.PinnedImages {
+		if img.Name == "prometheus" {
+			version = st.PinnedVersion(img)
+		}
+	}
+	if want := registry + "/prometheus:" + version; nested(t, prom, "spec", "image") != want {
+		t.Errorf("Prometheus image %v, want %s", nested(t, prom, "spec", "image"), want)
+	}
+	for _, sel := range []string{"podMonitorSelector", "podMonitorNamespaceSelector", "serviceMonitorSelector",
+		"serviceMonitorNamespaceSelector", "ruleSelector", "ruleNamespaceSelector"} {
+		if got, ok := nested(t, prom, "spec", sel).(map[string]any); !ok || len(got) != 0 {
+			t.Errorf("Prometheus %s is %v, want {} (everything)", sel, nested(t, prom, "spec", sel))
+		}
+	}
+}
+
 // TestHelmfileTemplate renders both environments with the pinned helmfile and helm: every
 // release renders, the images are the pinned ones, output is deterministic (a bump's diff shows
-// only what changed), and the real API server accepts every object.
+// only what changed), and the real API server accepts every object. Both render the charts'
+// monitoring objects; only kind renders the e2e monitoring stack that they configure there.
 func TestHelmfileTemplate(t *testing.T) {
 	st := loadPins(t)
 	cli, wrapper, operator := componentVersion(t, st, "cli"), componentVersion(t, st, "wrapper"), componentVersion(t, st, "operator")
@@ -96,7 +138,7 @@ func TestHelmfileTemplate(t *testing.T) {
 		agentImage string
 		monitoring bool
 	}{
-		{"kind", "tatara.local", "tatara.local/tatara-agent-claude:" + agent, false},
+		{"kind", "tatara.local", "tatara.local/tatara-agent-claude:" + agent, true},
 		{"production", "registry.example.com/tatara", "registry.example.com/tatara/tatara-agent-claude:" + agent, true},
 	}
 	for _, tc := range tests {
@@ -149,7 +191,8 @@ func TestHelmfileTemplate(t *testing.T) {
 				t.Errorf("operator args %v lack %s (the Project's namespace)", c["args"], want)
 			}
 			for _, o := range objs {
-				if o.GetKind() == "ClusterRole" && strings.HasPrefix(o.GetName(), "tatara-operator") {
+				if o.GetKind() == "ClusterRole" && strings.HasPrefix(o.GetName(), "tatara-operator") &&
+					!strings.HasPrefix(o.GetName(), "tatara-operator-release-check-") {
 					t.Errorf("helmfile -e %s renders %s", tc.env, describe(o))
 				}
 			}
@@ -170,6 +213,7 @@ func TestHelmfileTemplate(t *testing.T) {
 			if hasMonitoring != tc.monitoring {
 				t.Errorf("environment %s renders monitoring objects: %v, want %v", tc.env, hasMonitoring, tc.monitoring)
 			}
+			assertE2EMonitoring(t, st, tc.env, tc.registry, objs)
 			for _, o := range objs {
 				if strings.HasSuffix(o.GetName(), ":latest") {
 					t.Errorf("%s uses latest", describe(o))

@@ -19,6 +19,9 @@ require (
 	github.com/prometheus/procfs v0.22.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 	tatara.dev/cli v0.0.0
+	tatara.dev/testkit v0.0.0
 )
 
 replace tatara.dev/cli => ../cli
+
+replace tatara.dev/testkit => ../testkit

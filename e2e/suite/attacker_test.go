@@ -139,6 +139,10 @@ func TestAgentAsAttacker(t *testing.T) {
 			assertNotAgentsReachOperator(ctx, t, cfg)
 			return ctx
 		}).
+		Assess("an agent pod reaches only what its Project names", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			assertAgentEgressConfined(ctx, t, cfg)
+			return ctx
+		}).
 		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			r, _ := clients(t, cfg)
 			deleteTasks(ctx, t, r, task)

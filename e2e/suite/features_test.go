@@ -113,10 +113,6 @@ func TestInstall(t *testing.T) {
 	testenv.Test(t, f)
 }
 
-// lingerEnv keeps the wrapper serving /metrics after the agent exits, so a finished run's pod can
-// still be scraped; deleting the Task ends it.
-var lingerEnv = corev1.EnvVar{Name: "TATARA_WRAPPER_LINGER", Value: "10m"}
-
 // projectCopy creates a copy of the helmfile-deployed Project, changed by mutate.
 func projectCopy(ctx context.Context, t *testing.T, cfg *envconf.Config, name string, mutate func(*tatarav1.Project)) *tatarav1.Project {
 	t.Helper()
@@ -133,12 +129,13 @@ func projectCopy(ctx context.Context, t *testing.T, cfg *envconf.Config, name st
 	return p
 }
 
-// lingering returns a mutation: the wrapper lingers, the agent's tool search is mode, and extra
-// env entries are appended after the kind environment's.
-func lingering(mode tatarav1.ToolSearchMode, extra ...corev1.EnvVar) func(*tatarav1.Project) {
+// withToolSearch returns a mutation: the agent's tool search is mode, and extra env entries are
+// appended after the kind environment's. Nothing else changes: the pods run the production
+// defaults, and what they counted is read from Prometheus after they have gone.
+func withToolSearch(mode tatarav1.ToolSearchMode, extra ...corev1.EnvVar) func(*tatarav1.Project) {
 	return func(p *tatarav1.Project) {
 		p.Spec.Agent.ToolSearch = mode
-		p.Spec.Agent.ExtraEnvs = append(append(p.Spec.Agent.ExtraEnvs, lingerEnv), extra...)
+		p.Spec.Agent.ExtraEnvs = append(p.Spec.Agent.ExtraEnvs, extra...)
 	}
 }
 
@@ -165,7 +162,7 @@ func TestGatingPerProfile(t *testing.T) {
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			r, _ := clients(t, cfg)
 			for _, mode := range []tatarav1.ToolSearchMode{tatarav1.ToolSearchOff, tatarav1.ToolSearchOn} {
-				p := projectCopy(ctx, t, cfg, "gating-search-"+string(mode), lingering(mode))
+				p := projectCopy(ctx, t, cfg, "gating-search-"+string(mode), withToolSearch(mode))
 				projects = append(projects, p)
 				for _, kind := range []tatarav1.TaskKind{tatarav1.KindBrainstorm, tatarav1.KindImplement} {
 					name := "gating-" + strings.ToLower(string(kind)) + "-search-" + string(mode)
@@ -198,10 +195,10 @@ func TestGatingPerProfile(t *testing.T) {
 					starts[0]["registered_tools"] != float64(want.count) {
 					t.Errorf("pod %s cli startup log = %v, want profile=%s registered_tools=%d", pod.Name, starts, want.profile, want.count)
 				}
-				checkGauge(ctx, t, cs, pod, want.profile, want.count)
+				checkGauge(ctx, t, cs, task.Name, want.profile, want.count)
 				checkModelSawProfile(ctx, t, cs, task.Name, want.profile, run.toolSearch)
-				if want.count >= 63 {
-					t.Errorf("profile %s must register fewer tools than the fail-open 63", want.profile)
+				if all := len(profiles.All()); want.count >= all {
+					t.Errorf("profile %s must register fewer tools than the fail-open %d", want.profile, all)
 				}
 				t.Logf("kind %-10s tool search %-5t: the model was offered %d tatara tools", task.Spec.Kind, run.toolSearch, want.count)
 			}
@@ -226,7 +223,7 @@ func TestEveryKind(t *testing.T) {
 	f := features.New("every task kind").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			r, _ := clients(t, cfg)
-			project = projectCopy(ctx, t, cfg, "every-kind", lingering(tatarav1.ToolSearchOff))
+			project = projectCopy(ctx, t, cfg, "every-kind", withToolSearch(tatarav1.ToolSearchOff))
 			for _, kind := range tatarav1.TaskKinds {
 				name := "kind-" + strings.ToLower(string(kind))
 				task := newTask(name, project.Name, kind, modelScript(name, "say tools seen"))
@@ -248,7 +245,7 @@ func TestEveryKind(t *testing.T) {
 					t.Fatalf("no profile for kind %s in the catalog", task.Spec.Kind)
 				}
 				pod := finishedAgentPod(ctx, t, r, cs, task)
-				checkGauge(ctx, t, cs, pod, want.profile, want.count)
+				checkGauge(ctx, t, cs, task.Name, want.profile, want.count)
 				checkModelSawProfile(ctx, t, cs, task.Name, want.profile, false)
 				recordStartup(ctx, t, cs, task, pod)
 				t.Logf("kind %-15s profile %-12s pod %s: %d tools", task.Spec.Kind, want.profile, pod.Name, want.count)
@@ -273,8 +270,8 @@ func TestOverrideAndFailOpen(t *testing.T) {
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			r, _ := clients(t, cfg)
 			projects = append(projects,
-				projectCopy(ctx, t, cfg, "override-review", lingering(tatarav1.ToolSearchOff, corev1.EnvVar{Name: "TATARA_TOOL_PROFILE", Value: "review"})),
-				projectCopy(ctx, t, cfg, "override-unknown", lingering(tatarav1.ToolSearchOff, corev1.EnvVar{Name: "TATARA_TOOL_PROFILE", Value: "no-such-profile"})))
+				projectCopy(ctx, t, cfg, "override-review", withToolSearch(tatarav1.ToolSearchOff, corev1.EnvVar{Name: "TATARA_TOOL_PROFILE", Value: "review"})),
+				projectCopy(ctx, t, cfg, "override-unknown", withToolSearch(tatarav1.ToolSearchOff, corev1.EnvVar{Name: "TATARA_TOOL_PROFILE", Value: "no-such-profile"})))
 			override = newTask("override-review", "override-review", tatarav1.KindImplement, modelScript("override-review", "say tools seen"))
 			unknown = newTask("override-unknown", "override-unknown", tatarav1.KindImplement, modelScript("override-unknown", "say tools seen"))
 			for _, task := range []*tatarav1.Task{override, unknown} {
@@ -291,14 +288,14 @@ func TestOverrideAndFailOpen(t *testing.T) {
 			if got := envValues(c, "TATARA_TOOL_PROFILE"); len(got) != 2 || got[0] != "implement" || got[1] != "review" {
 				t.Errorf("cli env TATARA_TOOL_PROFILE entries = %v, want [implement review] (profile first, extras last)", got)
 			}
-			checkGauge(ctx, t, cs, pod, "review", len(profileToolNames("review")))
+			checkGauge(ctx, t, cs, override.Name, "review", len(profileToolNames("review")))
 			checkModelSawProfile(ctx, t, cs, override.Name, "review", false)
 			return ctx
 		}).
-		Assess("an unknown profile serves all 63 tools, labels the gauge all and logs a WARN", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		Assess("an unknown profile serves every tool, labels the gauge all and logs a WARN", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			r, cs := clients(t, cfg)
 			pod := finishedAgentPod(ctx, t, r, cs, unknown)
-			checkGauge(ctx, t, cs, pod, "all", len(profiles.All()))
+			checkGauge(ctx, t, cs, unknown.Name, "all", len(profiles.All()))
 			checkModelSawProfile(ctx, t, cs, unknown.Name, "no-such-profile", false)
 			warns := logRecords(t, podLogs(ctx, cs, pod, "cli"), func(rec map[string]any) bool {
 				return rec["level"] == "WARN" && rec["profile"] == "no-such-profile" && strings.Contains(fmt.Sprint(rec["msg"]), "fail-open")
@@ -317,20 +314,24 @@ func TestOverrideAndFailOpen(t *testing.T) {
 	testenv.Test(t, f)
 }
 
-// TestReportInternalIssue: the real agent reports twice; each report is observed twice on
-// purpose: the cli logs and counts it when it handles the call, the wrapper when it reads the
-// tool_use in the real transcript.
+// TestReportInternalIssue: the real agent reports twice, right at its start, and exits within
+// seconds, under the production defaults (no linger). Each report is observed twice on purpose:
+// the cli logs and counts it when it handles the call, the wrapper when it reads the tool_use in
+// the real transcript. Both counts reach Prometheus before the pod ends (each container waits
+// for a final scrape), and both charts' alerts fire, naming the project, the Task kind and the
+// report's severity.
 func TestReportInternalIssue(t *testing.T) {
 	var task *tatarav1.Task
 	var project *tatarav1.Project
 	reports := []struct{ category, severity, level string }{
 		{"tool_error", "error", "ERROR"},
+		{"tool_error", "warn", "WARN"},
 		{"workspace_broken", "warn", "WARN"},
 	}
-	f := features.New("report_internal_issue end to end, real agent").
+	f := features.New("report_internal_issue end to end, real agent, real Prometheus").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			r, _ := clients(t, cfg)
-			project = projectCopy(ctx, t, cfg, "report-issue", lingering(tatarav1.ToolSearchOff))
+			project = projectCopy(ctx, t, cfg, "report-issue", withToolSearch(tatarav1.ToolSearchOff))
 			var steps []string
 			for _, rep := range reports {
 				steps = append(steps, fmt.Sprintf(`call report_internal_issue {"category":%q,"severity":%q,"description":"e2e %s report","offending_tool":"code_search","resource_id":"demo"}`,
@@ -342,41 +343,62 @@ func TestReportInternalIssue(t *testing.T) {
 			}
 			return ctx
 		}).
-		Assess("the cli and the wrapper each log and count every report at its severity", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		Assess("the cli and the wrapper each log every report at its severity", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			r, cs := clients(t, cfg)
 			pod := finishedAgentPod(ctx, t, r, cs, task)
 			checkModelSawProfile(ctx, t, cs, task.Name, "brainstorm", false)
 			wrapperLog := podLogs(ctx, cs, pod, "wrapper")
 			cliLog := podLogs(ctx, cs, pod, "cli")
-			cliMetrics := scrape(ctx, t, cs, pod, cliMetricsPort)
-			wrapperMetrics := scrape(ctx, t, cs, pod, wrapperPort)
 			for _, rep := range reports {
-				labels := map[string]string{"category": rep.category, "severity": rep.severity}
-				if got, _ := sample(cliMetrics, "tatara_mcp_internal_issue_total", labels); got != 1 {
-					t.Errorf("cli tatara_mcp_internal_issue_total%v = %v, want 1", labels, got)
-				}
-				if got, _ := sample(wrapperMetrics, "tatara_wrapper_internal_issue_total", labels); got != 1 {
-					t.Errorf("wrapper tatara_wrapper_internal_issue_total%v = %v, want 1", labels, got)
-				}
 				cliLines := logRecords(t, cliLog, func(rec map[string]any) bool {
-					return rec["msg"] == "internal issue reported" && rec["category"] == rep.category
+					return rec["msg"] == "internal issue reported" && rec["category"] == rep.category && rec["severity"] == rep.severity
 				})
-				if len(cliLines) != 1 || cliLines[0]["level"] != rep.level || cliLines[0]["severity"] != rep.severity ||
+				if len(cliLines) != 1 || cliLines[0]["level"] != rep.level ||
 					cliLines[0]["task"] != task.Name || cliLines[0]["project"] != project.Name || cliLines[0]["offending_tool"] != "code_search" {
-					t.Errorf("cli log lines for %s = %v, want one %s line with task, project and offending_tool", rep.category, cliLines, rep.level)
+					t.Errorf("cli log lines for %s/%s = %v, want one %s line with task, project and offending_tool", rep.category, rep.severity, cliLines, rep.level)
 				}
 				wrapperLines := logRecords(t, wrapperLog, func(rec map[string]any) bool {
-					return rec["action"] == "internal_issue_report" && rec["category"] == rep.category
+					return rec["action"] == "internal_issue_report" && rec["category"] == rep.category && rec["severity"] == rep.severity
 				})
-				if len(wrapperLines) != 1 || wrapperLines[0]["level"] != rep.level || wrapperLines[0]["severity"] != rep.severity ||
-					wrapperLines[0]["resource_id"] != "demo" {
-					t.Errorf("wrapper log lines for %s = %v, want one %s line with action=internal_issue_report", rep.category, wrapperLines, rep.level)
+				if len(wrapperLines) != 1 || wrapperLines[0]["level"] != rep.level || wrapperLines[0]["resource_id"] != "demo" {
+					t.Errorf("wrapper log lines for %s/%s = %v, want one %s line with action=internal_issue_report", rep.category, rep.severity, wrapperLines, rep.level)
 				}
 			}
-			// The real CLI's own records are all known to the wrapper.
-			if got, _ := sample(wrapperMetrics, "tatara_wrapper_stream_events_total", map[string]string{"type": "other"}); got != 0 {
-				t.Errorf("wrapper counted %v transcript events as other, want 0", got)
+			return ctx
+		}).
+		Assess("Prometheus has both counts, and both alerts fire with the report's severity", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			r, cs := clients(t, cfg)
+			sel := fmt.Sprintf(`namespace=%q,task=%q`, agentNamespace, task.Name)
+			for _, rep := range reports {
+				for _, metric := range []string{"tatara_mcp_internal_issue_total", "tatara_wrapper_internal_issue_total"} {
+					expr := fmt.Sprintf(`max_over_time(%s{%s,category=%q,severity=%q}[30m])`, metric, sel, rep.category, rep.severity)
+					waitProm(ctx, t, cs, metric+" of the report", expr, oneSample(1))
+				}
 			}
+			// The real agent CLI's own transcript records are all known to the wrapper.
+			waitProm(ctx, t, cs, "transcript events counted as other",
+				fmt.Sprintf(`max_over_time(tatara_wrapper_stream_events_total{%s,type="other"}[30m])`, sel), oneSample(0))
+			for _, alert := range []string{"TataraMCPInternalIssueReported", "TataraWrapperInternalIssueReported"} {
+				for _, rep := range reports {
+					expr := fmt.Sprintf(`ALERTS{alertname=%q,alertstate="firing",namespace=%q,project=%q,task_kind="brainstorm",category=%q,report_severity=%q,severity="warning"}`,
+						alert, agentNamespace, project.Name, rep.category, rep.severity)
+					waitProm(ctx, t, cs, alert+" for "+rep.category+"/"+rep.severity, expr, oneSample(1))
+				}
+			}
+			// Nothing held the pod but its final scrape: it has ended, and both containers say
+			// Prometheus scraped them before they exited.
+			pod := terminalPod(ctx, t, r, task)
+			for _, c := range []string{"cli", "wrapper"} {
+				final := logRecords(t, podLogs(ctx, cs, pod, c), func(rec map[string]any) bool { return rec["msg"] == "final metrics scrape" })
+				if len(final) != 1 || final[0]["scraped"] != true {
+					t.Errorf("container %s: 'final metrics scrape' lines = %v, want one with scraped=true", c, final)
+				}
+			}
+			return ctx
+		}).
+		Assess("every Prometheus query of the dashboard parses and returns data", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			_, cs := clients(t, cfg)
+			checkDashboardQueries(ctx, t, cs)
 			return ctx
 		}).
 		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {

@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/env"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
-	"tatara.dev/cli/pkg/gitserver"
+	"tatara.dev/testkit/gitserver"
 )
 
 // The e2e git server (cmd/git-server): bare repositories over git's smart HTTP protocol in the

@@ -3,7 +3,6 @@
 package suite
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,9 +11,6 @@ import (
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -22,6 +18,7 @@ import (
 	"sigs.k8s.io/e2e-framework/klient/wait"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
+	"tatara.dev/cli/pkg/agentpod"
 	"tatara.dev/cli/pkg/profiles"
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 )
@@ -31,8 +28,8 @@ const (
 	agentNamespace  = "tatara-agents"
 	kindProject     = "kind"
 	systemNamespace = "tatara-system"
-	cliMetricsPort  = 9091
-	wrapperPort     = 9090
+	cliMetricsPort  = agentpod.CLIMetricsPort
+	wrapperPort     = agentpod.WrapperMetricsPort
 	waitTimeout     = 3 * time.Minute
 )
 
@@ -148,69 +145,6 @@ func logRecords(t *testing.T, logs string, match func(map[string]any) bool) []ma
 	return out
 }
 
-// scrape reads a container's /metrics the way the charts' NOTES.txt tells an SRE to:
-// kubectl get --raw /api/v1/namespaces/<ns>/pods/<pod>:<port>/proxy/metrics
-func scrape(ctx context.Context, t *testing.T, cs *kubernetes.Clientset, pod *corev1.Pod, port int) map[string]*dto.MetricFamily {
-	t.Helper()
-	path := fmt.Sprintf("/api/v1/namespaces/%s/pods/%s:%d/proxy/metrics", pod.Namespace, pod.Name, port)
-	raw, err := cs.CoreV1().RESTClient().Get().AbsPath(path).DoRaw(ctx)
-	if err != nil {
-		t.Fatalf("GET %s: %v", path, err)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
-	if err != nil {
-		t.Fatalf("%s is not Prometheus text: %v", path, err)
-	}
-	return families
-}
-
-// sample returns the value of the series with exactly these labels, and whether it exists.
-func sample(families map[string]*dto.MetricFamily, name string, labels map[string]string) (float64, bool) {
-	f, ok := families[name]
-	if !ok {
-		return 0, false
-	}
-	for _, m := range f.GetMetric() {
-		got := map[string]string{}
-		for _, l := range m.GetLabel() {
-			got[l.GetName()] = l.GetValue()
-		}
-		if len(got) != len(labels) {
-			continue
-		}
-		match := true
-		for k, v := range labels {
-			if got[k] != v {
-				match = false
-			}
-		}
-		if !match {
-			continue
-		}
-		switch {
-		case m.GetGauge() != nil:
-			return m.GetGauge().GetValue(), true
-		case m.GetCounter() != nil:
-			return m.GetCounter().GetValue(), true
-		}
-	}
-	return 0, false
-}
-
-// seriesLabels lists the label sets of a family, for failure messages.
-func seriesLabels(families map[string]*dto.MetricFamily, name string) []string {
-	var out []string
-	for _, m := range families[name].GetMetric() {
-		var parts []string
-		for _, l := range m.GetLabel() {
-			parts = append(parts, l.GetName()+"="+l.GetValue())
-		}
-		out = append(out, "{"+strings.Join(parts, ",")+"}")
-	}
-	return out
-}
-
 // envValues returns every value of an env var in a container spec, in order.
 func envValues(c corev1.Container, name string) []string {
 	var vals []string
@@ -231,24 +165,30 @@ func container(pod *corev1.Pod, name string) (corev1.Container, bool) {
 	return corev1.Container{}, false
 }
 
-// checkGauge asserts the cli's registered-tools gauge of a running agent pod.
-func checkGauge(ctx context.Context, t *testing.T, cs *kubernetes.Clientset, pod *corev1.Pod, label string, want int) {
-	t.Helper()
-	families := scrape(ctx, t, cs, pod, cliMetricsPort)
-	got, ok := sample(families, "tatara_mcp_registered_tools", map[string]string{"profile": label})
-	if !ok || got != float64(want) {
-		t.Errorf("pod %s: tatara_mcp_registered_tools{profile=%q} = %v (present=%t), want %d; series: %v",
-			pod.Name, label, got, ok, want, seriesLabels(families, "tatara_mcp_registered_tools"))
-	}
-	if n := len(families["tatara_mcp_registered_tools"].GetMetric()); n != 1 {
-		t.Errorf("pod %s: %d tatara_mcp_registered_tools series, want exactly 1", pod.Name, n)
-	}
-}
-
 func deleteTasks(ctx context.Context, t *testing.T, r *resources.Resources, tasks ...*tatarav1.Task) {
 	for _, task := range tasks {
 		if err := r.Delete(ctx, task); err != nil {
 			t.Logf("failed to delete task %s: %v", task.Name, err)
 		}
 	}
+}
+
+// terminalPod waits until the Task's agent pod has ended, and fails unless it Succeeded.
+func terminalPod(ctx context.Context, t *testing.T, r *resources.Resources, task *tatarav1.Task) *corev1.Pod {
+	t.Helper()
+	var pod corev1.Pod
+	err := wait.For(func(ctx context.Context) (bool, error) {
+		var cur tatarav1.Task
+		if err := r.Get(ctx, task.Name, task.Namespace, &cur); err != nil || cur.Status.PodName == "" {
+			return false, err
+		}
+		if err := r.Get(ctx, cur.Status.PodName, task.Namespace, &pod); err != nil {
+			return false, err
+		}
+		return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed, nil
+	}, wait.WithContext(ctx), wait.WithTimeout(waitTimeout), wait.WithInterval(2*time.Second))
+	if err != nil || pod.Status.Phase != corev1.PodSucceeded {
+		t.Fatalf("task %s: agent pod %s phase %s, want Succeeded (%v)", task.Name, pod.Name, pod.Status.Phase, err)
+	}
+	return &pod
 }

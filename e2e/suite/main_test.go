@@ -65,6 +65,8 @@ func TestMain(m *testing.M) {
 		phase("helmfile sync (environment kind)", helmfileSync),
 		// The pipeline's post-deploy step: every chart's release check (releasecheck_test.go).
 		phase("helmfile test (environment kind)", helmfileTest),
+		// A sync leaves nothing for the next pipeline run to change: the plugin-free diff is empty.
+		phase("diff after sync (hack/helmfile-diff.sh kind): no change", diffAfterSync),
 	)
 	testenv.AfterEachFeature(func(ctx context.Context, cfg *envconf.Config, t *testing.T, f features.Feature) (context.Context, error) {
 		if t.Failed() {
@@ -133,6 +135,18 @@ func helmfileSync(ctx context.Context, cfg *envconf.Config) (context.Context, er
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return ctx, fmt.Errorf("helmfile sync failed: %w\n%s", err, out)
+	}
+	return ctx, nil
+}
+
+// diffAfterSync runs the pipeline's plugin-free diff against the synced cluster: exit 0 means the
+// API server would change nothing (no random or time-dependent value, no field the server rewrites).
+func diffAfterSync(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(repoRoot, "hack", "helmfile-diff.sh"), "kind")
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+cfg.KubeconfigFile())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return ctx, fmt.Errorf("the diff after sync is not empty (%w):\n%s", err, out)
 	}
 	return ctx, nil
 }

@@ -36,7 +36,31 @@ var (
 	operatorAPI     = netTarget{"operator-api", "tatara-operator." + systemNamespace + ".svc", "8082"}
 	operatorMetrics = netTarget{"operator-metrics", "tatara-operator." + systemNamespace + ".svc", "8080"}
 	gitServer       = netTarget{"git-server", fmt.Sprintf("%s.%s.svc", gitServerName, gitServerNamespace), fmt.Sprint(gitServerPort)}
+	kubeAPI         = netTarget{"kube-api", "kubernetes.default.svc", "443"}
+	prometheusPod   = netTarget{"prometheus", "prometheus-operated.monitoring.svc", "9090"}
 )
+
+// assertAgentEgressConfined: an agent pod of the kind Project reaches what the Project's
+// NetworkPolicy names (the operator's REST API, the e2e git server and model stand-in) and no other
+// pod of the cluster: another namespace's pod (Prometheus) times out. The kube API is probed and
+// logged, not asserted: its endpoint is the node's own address, which kind's enforcer
+// (kube-network-policies) never sees (it filters forwarded pod traffic only), so kind cannot prove
+// the policy's ipBlock rule for it.
+func assertAgentEgressConfined(ctx context.Context, t *testing.T, cfg *envconf.Config) {
+	if enforced, why := clusterEnforcesNetworkPolicies(ctx, t, cfg); !enforced {
+		t.Fatalf("NetworkPolicies cannot be proven: %s", why)
+	}
+	labels := map[string]string{"app.kubernetes.io/name": "tatara-agent", "app.kubernetes.io/managed-by": "tatara-operator", "tatara.dev/project": kindProject}
+	got := networkProbe(ctx, t, cfg, "netprobe-agent-egress", agentNamespace, labels, operatorAPI, gitServer, kubeAPI, prometheusPod)
+	blocked := "blocked(" + probeTimeoutExit + ")"
+	want := map[string]string{operatorAPI.name: "open", gitServer.name: "open", prometheusPod.name: blocked}
+	for target, w := range want {
+		if got[target] != w {
+			t.Errorf("agent pod of project %s: %s is %q, want %q (all: %v)", kindProject, target, got[target], w, got)
+		}
+	}
+	logf("  network probe agent egress: %v", got)
+}
 
 // suiteImage is the reference in E2E_IMAGES whose repository ends in /name.
 func suiteImage(t *testing.T, name string) string {
@@ -56,7 +80,11 @@ func networkProbe(ctx context.Context, t *testing.T, cfg *envconf.Config, name, 
 	t.Helper()
 	r, cs := clients(t, cfg)
 	var script strings.Builder
-	script.WriteString(`probe() { if timeout 5 bash -c "exec 3<>/dev/tcp/$2/$3" 2>/dev/null; then echo "$1=open"; else echo "$1=blocked($?)"; fi; }; `)
+	// The name is resolved first, with retries (the first DNS answer through the enforcer's queue
+	// can be lost), so a timeout below is the TCP connection being dropped, not a slow lookup.
+	script.WriteString(`probe() { ip=; for i in 1 2 3 4 5; do ip=$(getent ahostsv4 "$2" | awk '{print $1; exit}'); [ -n "$ip" ] && break; sleep 1; done; ` +
+		`if [ -z "$ip" ]; then echo "$1=unresolved"; return; fi; ` +
+		`if timeout 5 bash -c "exec 3<>/dev/tcp/$ip/$3" 2>/dev/null; then echo "$1=open"; else echo "$1=blocked($?)"; fi; }; `)
 	for _, tg := range targets {
 		fmt.Fprintf(&script, "probe %s %s %s; ", tg.name, tg.host, tg.port)
 	}

@@ -70,7 +70,7 @@ func createRepoSecrets(ctx context.Context, cfg *envconf.Config) (context.Contex
 // agent's container or any log.
 func TestCodingRun(t *testing.T) {
 	const name = "coding-run"
-	branch := "tatara/" + name
+	var branch string // tatara/<task>-<uid>: known once the Task exists
 	var project *tatarav1.Project
 	var task *tatarav1.Task
 	var mainBefore string
@@ -83,7 +83,9 @@ func TestCodingRun(t *testing.T) {
 			}
 			mainBefore = branches["main"]
 			// The wrapper lingers after the agent exits, so the agent's container can be inspected.
-			project = projectCopy(ctx, t, cfg, "coding", lingering(tatarav1.ToolSearchOff))
+			project = projectCopy(ctx, t, cfg, "coding", func(p *tatarav1.Project) {
+				p.Spec.Agent.ExtraEnvs = append(p.Spec.Agent.ExtraEnvs, corev1.EnvVar{Name: "TATARA_WRAPPER_LINGER", Value: "10m"})
+			})
 			file := "/workspace/" + demoRepo + "/" + demoFile
 			task = newTask(name, project.Name, tatarav1.KindImplement, modelScript(name,
 				fmt.Sprintf(`call Read {"file_path":%q}`, file),
@@ -93,11 +95,13 @@ func TestCodingRun(t *testing.T) {
 				`call Bash {"command":"git push origin HEAD:refs/heads/main 2>&1","description":"Push to main"}`,
 				`call Bash {"command":"git push -q origin HEAD 2>&1 && git ls-remote origin","description":"Push the branch"}`,
 				`call change_summary {"summary":"greeting.txt now says a Tatara agent wrote it"}`,
-				fmt.Sprintf(`call pr_outcome {"outcome":"opened","url":"%s#%s"}`, gitServerURL(demoRepo), branch),
+				fmt.Sprintf(`call pr_outcome {"outcome":"opened","url":"%s"}`, gitServerURL(demoRepo)),
 				"say done"))
 			if err := r.Create(ctx, task); err != nil {
 				t.Fatal(err)
 			}
+			// The contract: the Task's name and the first 8 hex digits of its UID.
+			branch = "tatara/" + name + "-" + strings.ReplaceAll(string(task.UID), "-", "")[:8]
 			return ctx
 		}).
 		Assess("the agent's tools worked in the clone, and its container never saw a credential", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {

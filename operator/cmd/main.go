@@ -45,6 +45,10 @@ func main() {
 		"REST requests per second each Task may make on average, counted per Task (token bucket); above it 429 with Retry-After (0 turns the limit off)")
 	flag.IntVar(&opts.APIRateLimit.Burst, "api-rate-burst", api.DefaultRateBurst,
 		"REST requests each Task may make at once before --api-rate-limit applies (0 turns the limit off)")
+	flag.Float64Var(&opts.APISourceRateLimit.PerSecond, "api-source-rate-limit", api.DefaultSourceRateLimit,
+		"REST requests per second each source address may make, before authentication (0 turns the limit off)")
+	flag.IntVar(&opts.APISourceRateLimit.Burst, "api-source-rate-burst", api.DefaultSourceRateBurst,
+		"REST requests each source address may make at once before --api-source-rate-limit applies (0 turns the limit off)")
 	flag.TextVar(&level, "log-level", slog.LevelInfo, "log level: DEBUG, INFO, WARN or ERROR")
 	flag.Parse()
 	opts.AgentNamespaces = manager.ParseNamespaces(agentNamespaces)

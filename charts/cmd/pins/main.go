@@ -59,6 +59,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			}
 			_, _ = fmt.Fprintf(stdout, "check-pins: %s %s ok (%s, images %s)\n", c.Name, st.Version(c), from, strings.Join(c.Images, "+"))
 		}
+		for _, img := range pins.PinnedImages {
+			_, _ = fmt.Fprintf(stdout, "check-pins: image %s %s ok (%s %s, %s)\n", img.Name, st.PinnedVersion(img), pins.VersionsEnvPath, img.VersionVar, pins.MonitoringValuesPath)
+		}
 		return 0
 	case "bump":
 		c, err := pins.ComponentByName(*component)

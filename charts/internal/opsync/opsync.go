@@ -1,5 +1,5 @@
 // Package opsync keeps the tatara-operator chart in step with what the operator generates from its
-// kubebuilder markers: the CRDs (operator/config/crd/bases -> charts/tatara-operator/crds) and the
+// kubebuilder markers: the CRDs (operator/config/crd/bases -> charts/tatara-operator/files/crds) and the
 // RBAC rules (operator/config/rbac/role.yaml -> charts/tatara-operator/files/
 // agent-namespace-rules.yaml). The chart grants exactly what the markers ask for, through a Role
 // in each agent namespace (--agent-namespaces), except two resources it grants in one other
@@ -23,7 +23,7 @@ import (
 // Paths relative to the repository root.
 const (
 	CRDSource   = "operator/config/crd/bases"
-	CRDTarget   = "charts/tatara-operator/crds"
+	CRDTarget   = "charts/tatara-operator/files/crds"
 	RoleSource  = "operator/config/rbac/role.yaml"
 	RulesTarget = "charts/tatara-operator/files/agent-namespace-rules.yaml"
 )

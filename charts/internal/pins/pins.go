@@ -3,8 +3,9 @@
 // (chart version and image.tag of its releases) and in the image tags `make images` builds; the
 // agent's version is the Claude Code version in hack/versions.env (with the npm integrities of
 // its native executables), the tag of project.agentImage in the helmfile environments and the
-// tag `make images` builds. Check proves they agree; Bump moves one component to a new version
-// everywhere at once.
+// tag `make images` builds. The images of the e2e monitoring stack are no component's: their tags
+// are hack/versions.env pins, which the e2e monitoring chart's values name too. Check proves they
+// all agree; Bump moves one component to a new version everywhere at once.
 package pins
 
 import (
@@ -17,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -75,6 +77,29 @@ var Components = []Component{
 // RolloutOrder is the order releases must appear in helmfile.yaml, each needing the one before.
 var RolloutOrder = []string{"tatara-cli", "tatara-wrapper", "tatara-operator", "tatara-project"}
 
+// MonitoringRelease is the e2e monitoring stack (prometheus-operator and its CRDs; kind environment
+// only): first in helmfile.yaml, needed by every release that renders monitoring objects.
+const MonitoringRelease = "tatara-e2e-monitoring"
+
+// MonitoringReleases are the releases whose charts render PodMonitors, ServiceMonitors or
+// PrometheusRules.
+var MonitoringReleases = []string{"tatara-cli", "tatara-wrapper", "tatara-operator"}
+
+// PinnedImage is an image make images builds at a hack/versions.env pin rather than at a
+// component's version; the e2e monitoring chart's values name the same tag at ValuesTag.
+type PinnedImage struct {
+	Name       string
+	VersionVar string
+	ValuesTag  []string
+}
+
+// PinnedImages are the images of the e2e monitoring stack.
+var PinnedImages = []PinnedImage{
+	{Name: "prometheus-operator", VersionVar: "PROMETHEUS_OPERATOR_VERSION", ValuesTag: []string{"operator", "image", "tag"}},
+	{Name: "prometheus-config-reloader", VersionVar: "PROMETHEUS_OPERATOR_VERSION", ValuesTag: []string{"operator", "configReloaderImage", "tag"}},
+	{Name: "prometheus", VersionVar: "PROMETHEUS_VERSION", ValuesTag: []string{"prometheus", "image", "tag"}},
+}
+
 // Paths relative to the repository root.
 const (
 	HelmfilePath      = "helmfile/helmfile.yaml"
@@ -82,6 +107,8 @@ const (
 	ProductionEnvPath = "helmfile/environments/production.yaml"
 	// VersionsEnvPath holds the pinned tool versions as plain NAME=value lines.
 	VersionsEnvPath = "hack/versions.env"
+	// MonitoringValuesPath is the values of the e2e monitoring chart, which name the PinnedImages.
+	MonitoringValuesPath = "e2e/charts/monitoring/values.yaml"
 )
 
 var (
@@ -207,11 +234,13 @@ type State struct {
 	Vars map[string]scalar
 	// AgentImages are the project.agentImage pins, by environment file.
 	AgentImages map[string]AgentImage
+	// PinnedTags are the tags MonitoringValuesPath gives the PinnedImages, by image name.
+	PinnedTags map[string]scalar
 }
 
 // Load reads the pins under root (the repository root).
 func Load(root string) (*State, error) {
-	st := &State{Charts: map[string]Chart{}, AgentImages: map[string]AgentImage{}}
+	st := &State{Charts: map[string]Chart{}, AgentImages: map[string]AgentImage{}, PinnedTags: map[string]scalar{}}
 	for _, c := range Components {
 		for _, name := range c.Charts {
 			rel := filepath.ToSlash(filepath.Join("charts", name, "Chart.yaml"))
@@ -263,18 +292,27 @@ func Load(root string) (*State, error) {
 		st.Releases = append(st.Releases, rel)
 	}
 
+	if st.Vars, err = readEnv(root, VersionsEnvPath); err != nil {
+		return nil, err
+	}
 	for _, c := range Components {
-		if c.VersionVar == "" && len(c.Integrities) == 0 {
-			continue
-		}
-		if st.Vars == nil {
-			if st.Vars, err = readEnv(root, VersionsEnvPath); err != nil {
-				return nil, err
-			}
-		}
 		if _, ok := st.Vars[c.VersionVar]; c.VersionVar != "" && !ok {
 			return nil, fmt.Errorf("failed to load %q: no %s (the version of component %s)", VersionsEnvPath, c.VersionVar, c.Name)
 		}
+	}
+	values, err := readYAML(root, MonitoringValuesPath, PinnedImages[0].ValuesTag[0])
+	if err != nil {
+		return nil, err
+	}
+	for _, img := range PinnedImages {
+		if _, ok := st.Vars[img.VersionVar]; !ok {
+			return nil, fmt.Errorf("failed to load %q: no %s (the tag of image %s)", VersionsEnvPath, img.VersionVar, img.Name)
+		}
+		tag, ok := toScalar(MonitoringValuesPath, lookup(values, img.ValuesTag...))
+		if !ok {
+			return nil, fmt.Errorf("failed to load %q: no %s (the tag of image %s)", MonitoringValuesPath, strings.Join(img.ValuesTag, "."), img.Name)
+		}
+		st.PinnedTags[img.Name] = tag
 	}
 
 	for _, c := range Components {
@@ -345,6 +383,9 @@ func (st *State) pin(c Component) scalar {
 // Version returns a component's version: its hack/versions.env variable, or else the appVersion
 // of its first chart.
 func (st *State) Version(c Component) string { return st.pin(c).value }
+
+// PinnedVersion returns the tag of a pinned image: its hack/versions.env variable.
+func (st *State) PinnedVersion(img PinnedImage) string { return st.Vars[img.VersionVar].value }
 
 // Check returns every disagreement between the pins, and between the pins and images, the
 // references `make images` builds (name:tag, registry prefix allowed). Each problem names the
@@ -441,12 +482,24 @@ func (st *State) Check(images []string) error {
 			}
 		}
 	}
+	for _, img := range PinnedImages {
+		want := st.Vars[img.VersionVar]
+		if tag := st.PinnedTags[img.Name]; tag.value != want.value {
+			add("%s: %s is %q but %s pins %s=%s", tag, strings.Join(img.ValuesTag, "."), tag.value, want, img.VersionVar, want.value)
+		}
+		if tags := built[img.Name]; images != nil && (len(tags) != 1 || tags[0] != want.value) {
+			add("make images builds %s:%s but %s pins %s=%s", img.Name, strings.Join(tags, ","), want, img.VersionVar, want.value)
+		}
+	}
 	if images != nil {
 		known := map[string]bool{}
 		for _, c := range Components {
 			for _, img := range c.Images {
 				known[img] = true
 			}
+		}
+		for _, img := range PinnedImages {
+			known[img.Name] = true
 		}
 		for img := range built {
 			if !known[img] {
@@ -455,24 +508,27 @@ func (st *State) Check(images []string) error {
 		}
 	}
 
-	// Rollout order: exactly these releases, in this order, each needing the previous one.
+	// Rollout order: exactly these releases, in this order, after the monitoring stack, each
+	// needing the previous one; and the monitoring objects need the monitoring stack's CRDs.
 	var names []string
 	for _, r := range st.Releases {
 		names = append(names, r.Name)
 	}
-	if strings.Join(names, ",") != strings.Join(RolloutOrder, ",") {
-		add("%s: releases are [%s], want the rollout order [%s]", HelmfilePath, strings.Join(names, " "), strings.Join(RolloutOrder, " "))
+	order := append([]string{MonitoringRelease}, RolloutOrder...)
+	needs := func(r Release, name string) bool {
+		return slices.ContainsFunc(r.Needs, func(n string) bool { return n == name || strings.HasSuffix(n, "/"+name) })
+	}
+	if !slices.Equal(names, order) {
+		add("%s: releases are [%s], want the rollout order [%s]", HelmfilePath, strings.Join(names, " "), strings.Join(order, " "))
 	} else {
-		for i := 1; i < len(st.Releases); i++ {
-			prev := RolloutOrder[i-1]
-			ok := false
-			for _, n := range st.Releases[i].Needs {
-				if n == prev || strings.HasSuffix(n, "/"+prev) {
-					ok = true
-				}
-			}
-			if !ok {
+		for i := 2; i < len(st.Releases); i++ {
+			if prev := order[i-1]; !needs(st.Releases[i], prev) {
 				add("%s: release %s does not need %s (rollout order)", HelmfilePath, st.Releases[i].Name, prev)
+			}
+		}
+		for _, name := range MonitoringReleases {
+			if r, _ := st.release(name); !needs(r, MonitoringRelease) {
+				add("%s: release %s renders monitoring objects but does not need %s (their CRDs)", HelmfilePath, name, MonitoringRelease)
 			}
 		}
 	}

@@ -24,7 +24,7 @@ func repoRoot(t *testing.T) string {
 func copyPins(t *testing.T) string {
 	t.Helper()
 	src, dst := repoRoot(t), t.TempDir()
-	files := []string{HelmfilePath, VersionsEnvPath}
+	files := []string{HelmfilePath, VersionsEnvPath, MonitoringValuesPath}
 	for _, c := range Components {
 		for _, ch := range c.Charts {
 			files = append(files, filepath.Join("charts", ch, "Chart.yaml"))
@@ -52,6 +52,9 @@ func builtImages(st *State) []string {
 		for _, img := range c.Images {
 			refs = append(refs, "tatara.local/"+img+":"+st.Version(c))
 		}
+	}
+	for _, img := range PinnedImages {
+		refs = append(refs, "tatara.local/"+img.Name+":"+st.PinnedVersion(img))
 	}
 	return refs
 }
@@ -137,31 +140,31 @@ func TestCheckNamesTheMismatch(t *testing.T) {
 		{
 			name: "helmfile chart version",
 			mutate: func(t *testing.T, root string) {
-				replaceIn(t, root, HelmfilePath, "name: tatara-wrapper", "version: 0.1.0", "version: 0.1.9")
+				replaceIn(t, root, HelmfilePath, "name: tatara-wrapper", "version: "+versionOf(t, root, "wrapper"), "version: 0.0.9")
 			},
-			want: []string{"helmfile/helmfile.yaml:", "release tatara-wrapper pins chart version \"0.1.9\"", "charts/tatara-wrapper/Chart.yaml"},
+			want: []string{"helmfile/helmfile.yaml:", "release tatara-wrapper pins chart version \"0.0.9\"", "charts/tatara-wrapper/Chart.yaml"},
 		},
 		{
 			name: "helmfile image tag",
 			mutate: func(t *testing.T, root string) {
-				replaceIn(t, root, HelmfilePath, "name: tatara-cli", "tag: 0.1.0", "tag: 0.2.0")
+				replaceIn(t, root, HelmfilePath, "name: tatara-cli", "tag: "+versionOf(t, root, "cli"), "tag: 9.9.9")
 			},
-			want: []string{"release tatara-cli pins image.tag \"0.2.0\""},
+			want: []string{"release tatara-cli pins image.tag \"9.9.9\""},
 		},
 		{
 			name: "appVersion without version",
 			mutate: func(t *testing.T, root string) {
-				replaceIn(t, root, "charts/tatara-operator/Chart.yaml", "appVersion: ", "0.1.0", "0.3.0")
+				replaceIn(t, root, "charts/tatara-operator/Chart.yaml", "appVersion: ", versionOf(t, root, "operator"), "9.3.0")
 			},
-			want: []string{"chart tatara-operator has version \"0.1.0\" but appVersion \"0.3.0\""},
+			want: []string{"chart tatara-operator has version \"{operator}\" but appVersion \"9.3.0\""},
 		},
 		{
 			name: "project chart left behind",
 			mutate: func(t *testing.T, root string) {
-				replaceIn(t, root, "charts/tatara-project/Chart.yaml", "\nversion: ", "0.1.0", "0.0.9")
-				replaceIn(t, root, "charts/tatara-project/Chart.yaml", "appVersion: ", "0.1.0", "0.0.9")
+				replaceIn(t, root, "charts/tatara-project/Chart.yaml", "\nversion: ", versionOf(t, root, "operator"), "0.0.9")
+				replaceIn(t, root, "charts/tatara-project/Chart.yaml", "appVersion: ", versionOf(t, root, "operator"), "0.0.9")
 			},
-			want: []string{"chart tatara-project has appVersion \"0.0.9\" but component operator is at \"0.1.0\"", "release tatara-project pins chart version \"0.1.0\""},
+			want: []string{"chart tatara-project has appVersion \"0.0.9\" but component operator is at \"{operator}\"", "release tatara-project pins chart version \"{operator}\""},
 		},
 		// The agent cases name the pins through placeholders, so they hold whatever Claude Code
 		// version hack/versions.env pins: {agent} is that version, {versions}, {kind} and
@@ -243,8 +246,8 @@ func TestCheckNamesTheMismatch(t *testing.T) {
 			name:   "image make images builds",
 			images: func(st *State) []string { return []string{"tatara.local/tatara-cli:9.9.9"} },
 			want: []string{
-				"make images builds tatara-cli:9.9.9 but helmfile and charts pin 0.1.0", "make images does not build tatara-operator",
-				"make images does not build tatara-model-standin (want tatara-model-standin:0.1.0)", "make images does not build tatara-agent-claude (want tatara-agent-claude:{agent})",
+				"make images builds tatara-cli:9.9.9 but helmfile and charts pin {cli}", "make images does not build tatara-operator",
+				"make images does not build tatara-model-standin (want tatara-model-standin:{wrapper})", "make images does not build tatara-agent-claude (want tatara-agent-claude:{agent})",
 			},
 		},
 		{
@@ -255,14 +258,42 @@ func TestCheckNamesTheMismatch(t *testing.T) {
 		{
 			name: "rollout order",
 			mutate: func(t *testing.T, root string) {
-				replaceIn(t, root, HelmfilePath, "needs:\n      - tatara-system/tatara-cli", "tatara-system/tatara-cli", "tatara-system/tatara-operator")
+				replaceIn(t, root, HelmfilePath, "- tatara-system/tatara-cli", "tatara-system/tatara-cli", "tatara-system/tatara-operator")
 			},
 			want: []string{"release tatara-wrapper does not need tatara-cli"},
 		},
 		{
+			name: "monitoring objects before their CRDs",
+			mutate: func(t *testing.T, root string) {
+				replaceIn(t, root, HelmfilePath, "name: tatara-operator", "- monitoring/tatara-e2e-monitoring\n", "")
+			},
+			want: []string{"release tatara-operator renders monitoring objects but does not need tatara-e2e-monitoring"},
+		},
+		{
+			name: "monitoring stack not first",
+			mutate: func(t *testing.T, root string) {
+				replaceIn(t, root, HelmfilePath, "- name: tatara-e2e-monitoring", "tatara-e2e-monitoring", "e2e-stack")
+			},
+			want: []string{"releases are [e2e-stack tatara-cli tatara-wrapper tatara-operator tatara-project], want the rollout order [tatara-e2e-monitoring tatara-cli"},
+		},
+		{
+			name: "monitoring chart tag",
+			mutate: func(t *testing.T, root string) {
+				replaceIn(t, root, MonitoringValuesPath, "configReloaderImage:", "tag: v", "tag: v9.")
+			},
+			want: []string{MonitoringValuesPath + ":", `operator.configReloaderImage.tag is "v9.`, "but hack/versions.env:", "pins PROMETHEUS_OPERATOR_VERSION=v"},
+		},
+		{
+			name: "monitoring image make images builds",
+			images: func(st *State) []string {
+				return slices.DeleteFunc(builtImages(st), func(ref string) bool { return strings.Contains(ref, "/prometheus:") })
+			},
+			want: []string{"make images builds prometheus: but hack/versions.env:", "pins PROMETHEUS_VERSION=v"},
+		},
+		{
 			name: "latest",
 			mutate: func(t *testing.T, root string) {
-				replaceIn(t, root, HelmfilePath, "name: tatara-operator", "tag: 0.1.0", "tag: latest")
+				replaceIn(t, root, HelmfilePath, "name: tatara-operator", "tag: "+versionOf(t, root, "operator"), "tag: latest")
 			},
 			want: []string{"release tatara-operator pins \"latest\""},
 		},
@@ -270,12 +301,16 @@ func TestCheckNamesTheMismatch(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			root := copyPins(t)
-			agent := versionOf(t, root, "agent")
+			agent, operator := versionOf(t, root, "agent"), versionOf(t, root, "operator")
+			cli, wrapper := versionOf(t, root, "cli"), versionOf(t, root, "wrapper")
 			if tc.mutate != nil {
 				tc.mutate(t, root)
 			}
 			expand := strings.NewReplacer(
 				"{agent}", agent,
+				"{operator}", operator,
+				"{cli}", cli,
+				"{wrapper}", wrapper,
 				"{versions}", lineOf(t, root, VersionsEnvPath, "CLAUDE_CODE_VERSION="),
 				"{kind}", lineOf(t, root, KindEnvPath, "agentImage:"),
 				"{production}", lineOf(t, root, ProductionEnvPath, "agentImage:"),
@@ -375,6 +410,23 @@ func TestBumpMovesEveryPinOfOneComponent(t *testing.T) {
 			}
 		})
 	}
+}
+
+// pinnedImageVars returns the NAME=value lines of the repository's hack/versions.env that pin the
+// PinnedImages.
+func pinnedImageVars(t *testing.T) string {
+	t.Helper()
+	vars, err := readEnv(repoRoot(t), VersionsEnvPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, img := range PinnedImages {
+		if line := img.VersionVar + "=" + vars[img.VersionVar].value + "\n"; !slices.Contains(lines, line) {
+			lines = append(lines, line)
+		}
+	}
+	return strings.Join(lines, "")
 }
 
 // The agent's pins in a fixed layout, with the old version also where Bump must leave it (the
@@ -478,7 +530,13 @@ project:
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			root := copyPins(t)
-			for rel, data := range map[string]string{VersionsEnvPath: agentVersionsEnv, KindEnvPath: agentKindEnv, ProductionEnvPath: agentProductionEnv} {
+			// The monitoring images' pins are the repository's: the monitoring chart's values
+			// (copied by copyPins) must agree with them.
+			imageVars := pinnedImageVars(t)
+			if v, ok := tc.want[VersionsEnvPath]; ok {
+				tc.want[VersionsEnvPath] = v + imageVars
+			}
+			for rel, data := range map[string]string{VersionsEnvPath: agentVersionsEnv + imageVars, KindEnvPath: agentKindEnv, ProductionEnvPath: agentProductionEnv} {
 				if err := os.WriteFile(filepath.Join(root, rel), []byte(data), 0o644); err != nil {
 					t.Fatal(err)
 				}

@@ -13,7 +13,7 @@ import (
 
 	"tatara.dev/cli/internal/backend"
 	"tatara.dev/cli/internal/catalog"
-	"tatara.dev/cli/pkg/testutil"
+	"tatara.dev/testkit/testutil"
 )
 
 // tlsServer answers 200 "ok" over TLS with a certificate for 127.0.0.1 signed by ca.
@@ -58,7 +58,7 @@ func TestOperatorHTTPClientTrustsTheBundleOnly(t *testing.T) {
 			}
 			memory := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "memory") }))
 			defer memory.Close()
-			clients := backend.TaskClients(memory.URL, "", tt.server.URL, "p", "t", "tok", nil, hc)
+			clients := backend.TaskClients(memory.URL, "", tt.server.URL, "p", "t", "tok", nil, hc, nil)
 			req := catalog.Request{Method: http.MethodGet, Path: "/api/v1/tasks/t"}
 			got, err := clients[catalog.TargetOperator].Do(context.Background(), req)
 			if tt.wantFail {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -19,7 +20,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"tatara.dev/cli/internal/catalog"
-	"tatara.dev/cli/pkg/testutil"
+	"tatara.dev/testkit/testutil"
 )
 
 // tataraBin is the real binary, built once for the process tests.
@@ -123,6 +124,8 @@ func startLogged(t *testing.T, cmd *exec.Cmd) (*logLines, <-chan struct{}) {
 	go func() {
 		defer close(done)
 		sc := bufio.NewScanner(stderr)
+		// Room for any line the process could write, so an overlong one is seen, not dropped.
+		sc.Buffer(make([]byte, 64<<10), 64<<20)
 		for sc.Scan() {
 			var rec map[string]any
 			logs.mu.Lock()
@@ -175,8 +178,10 @@ func TestHTTPTransportMetricsLogsAndShutdown(t *testing.T) {
 	logs, logsDone := startLogged(t, cmd)
 	defer func() { _ = cmd.Process.Kill() }()
 	waitFor(t, "startup log", func() bool { return logs.find("mcp server started") != nil })
+	brainstorm, _ := catalog.ProfileTools("brainstorm")
+	want := len(brainstorm)
 	start := logs.find("mcp server started")
-	if start["profile"] != "brainstorm" || start["resolved_profile"] != "brainstorm" || start["registered_tools"] != 52.0 || start["level"] != "INFO" {
+	if start["profile"] != "brainstorm" || start["resolved_profile"] != "brainstorm" || start["registered_tools"] != float64(want) || start["level"] != "INFO" {
 		t.Errorf("startup log = %v", start)
 	}
 
@@ -189,8 +194,8 @@ func TestHTTPTransportMetricsLogsAndShutdown(t *testing.T) {
 	}
 	defer func() { _ = c.Close() }()
 	initialize(t, c)
-	if got := listCount(t, c); got != 52 {
-		t.Errorf("tools/list = %d, want 52", got)
+	if got := listCount(t, c); got != want {
+		t.Errorf("tools/list = %d, want %d", got, want)
 	}
 	req := mcp.CallToolRequest{}
 	req.Params.Name = "report_internal_issue"
@@ -207,7 +212,7 @@ func TestHTTPTransportMetricsLogsAndShutdown(t *testing.T) {
 	text, _ := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
 	for _, want := range []string{
-		`tatara_mcp_registered_tools{profile="brainstorm"} 52`,
+		fmt.Sprintf(`tatara_mcp_registered_tools{profile="brainstorm"} %d`, want),
 		`tatara_mcp_internal_issue_total{category="workspace_broken",severity="warn"} 1`,
 		`tatara_mcp_build_info{`,
 	} {
@@ -224,13 +229,41 @@ func TestHTTPTransportMetricsLogsAndShutdown(t *testing.T) {
 	if d, _ := report["description"].(string); !strings.Contains(d, "git clone failed with token [REDACTED]") || !strings.Contains(d, "Bearer [REDACTED]") {
 		t.Errorf("report description = %q, want the token and the bearer credential masked", d)
 	}
+	// The agent's text is bounded in the log: a 1 MiB description, and a call whose argument
+	// error quotes 1 MiB, each make a line of a few KiB at most.
+	long := strings.Repeat("x", 1<<20)
+	req.Params.Arguments = map[string]any{"category": "tool_error", "severity": "error", "description": long}
+	if res, err := c.CallTool(context.Background(), req); err != nil || res.IsError {
+		t.Fatalf("long report: %v %+v", err, res)
+	}
+	bad := mcp.CallToolRequest{}
+	bad.Params.Name = "report_internal_issue"
+	bad.Params.Arguments = map[string]any{"category": long, "description": "d"}
+	if res, err := c.CallTool(context.Background(), bad); err != nil || !res.IsError {
+		t.Fatalf("report with a 1 MiB category: %v %+v, want a tool error", err, res)
+	}
+	waitFor(t, "the long report's log line", func() bool {
+		logs.mu.Lock()
+		defer logs.mu.Unlock()
+		for _, rec := range logs.lines {
+			if rec["msg"] == "internal issue reported" && rec["category"] == "tool_error" {
+				return true
+			}
+		}
+		return false
+	})
 	logs.mu.Lock()
+	longest := 0
 	for _, l := range logs.raw {
+		longest = max(longest, len(l))
 		if strings.Contains(l, taskToken) || strings.Contains(l, "abcdef123456") {
 			t.Errorf("a secret reached the log: %s", l)
 		}
 	}
 	logs.mu.Unlock()
+	if longest > 4<<10 {
+		t.Errorf("the longest log line is %d bytes, want at most 4 KiB", longest)
+	}
 	healthz, err := http.Get("http://" + metricsAddr + "/healthz")
 	if err != nil {
 		t.Fatalf("/healthz: %v", err)

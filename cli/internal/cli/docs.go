@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 
 	"tatara.dev/cli/internal/catalog"
@@ -85,4 +87,46 @@ func ToolReference() string {
 		}
 	}
 	return b.String()
+}
+
+// countMarker is a count stated in the docs, kept equal to the catalog's: written as
+// <!-- count:KEY -->N<!-- /count -->, where KEY is "tools" (every tool), "group:<group>" or
+// "profile:<profile>". make update-golden rewrites N; make test fails on a stale or unknown one.
+var countMarker = regexp.MustCompile(`<!-- count:([a-zA-Z:-]+) -->(\d*)<!-- /count -->`)
+
+// CatalogCount is the number a count marker's key names, false for an unknown key.
+func CatalogCount(key string) (int, bool) {
+	kind, name, _ := strings.Cut(key, ":")
+	switch kind {
+	case "tools":
+		return len(catalog.All()), name == ""
+	case "group":
+		n := 0
+		for _, t := range catalog.All() {
+			if string(t.Group) == name {
+				n++
+			}
+		}
+		return n, n > 0
+	case "profile":
+		tools, ok := catalog.ProfileTools(name)
+		return len(tools), ok && slices.Contains(catalog.ProfileNames(), name)
+	}
+	return 0, false
+}
+
+// UpdateCounts returns doc with every count marker set to the catalog's number, and the keys it
+// does not know.
+func UpdateCounts(doc string) (string, []string) {
+	var unknown []string
+	out := countMarker.ReplaceAllStringFunc(doc, func(m string) string {
+		key := countMarker.FindStringSubmatch(m)[1]
+		n, ok := CatalogCount(key)
+		if !ok {
+			unknown = append(unknown, key)
+			return m
+		}
+		return fmt.Sprintf("<!-- count:%s -->%d<!-- /count -->", key, n)
+	})
+	return out, unknown
 }

@@ -20,7 +20,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"tatara.dev/cli/internal/gitgateway"
-	"tatara.dev/cli/internal/version"
+	"tatara.dev/cli/pkg/agentpod"
+	"tatara.dev/cli/pkg/buildinfo"
 	"tatara.dev/cli/pkg/redact"
 )
 
@@ -60,7 +61,7 @@ Signed pushes and push options are refused. SIGTERM stops the gateway gracefully
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.listen, "listen", "127.0.0.1:7778", "address the gateway listens on (keep it loopback: the agent's pod only)")
+	f.StringVar(&o.listen, "listen", agentpod.GitGatewayListen, "address the gateway listens on (keep it loopback: the agent's pod only)")
 	f.StringVar(&o.upstream, "upstream", "", "URL of the one repository requests go to (http or https, no credentials), e.g. https://github.com/org/repo.git")
 	f.StringVar(&o.username, "username", gitgateway.DefaultUsername, "user name of the HTTP Basic auth sent upstream")
 	f.StringVar(&o.tokenFile, "token-file", "", "file holding the push token (the Basic auth password); read once, surrounding whitespace trimmed")
@@ -111,11 +112,11 @@ func runGitGateway(ctx context.Context, o gitGatewayOptions, logOut io.Writer) e
 	}
 	defer func() { _ = ln.Close() }()
 
-	stopMetrics, err := startMetrics(o.metricsAddr, reg, log)
+	metricsSrv, err := startMetrics(o.metricsAddr, reg, log)
 	if err != nil {
 		return err
 	}
-	defer stopMetrics()
+	defer metricsSrv.stop()
 
 	// No ReadTimeout or WriteTimeout: a clone or push of a large repository streams for as long
 	// as it takes; a stalled client is cut off by the idle timeout between requests only.
@@ -129,7 +130,7 @@ func runGitGateway(ctx context.Context, o gitGatewayOptions, logOut io.Writer) e
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("git gateway started", "listen", "http://"+ln.Addr().String()+"/", "upstream", upstream.String(),
-		"branch", "refs/heads/"+o.branchPrefix, "max_push_bytes", o.maxPushBytes, "version", version.Version)
+		"branch", "refs/heads/"+o.branchPrefix, "max_push_bytes", o.maxPushBytes, "version", buildinfo.Version)
 	select {
 	case <-ctx.Done():
 		log.Info("git gateway stopping", "reason", context.Cause(ctx).Error())

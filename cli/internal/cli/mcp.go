@@ -24,7 +24,9 @@ import (
 	"tatara.dev/cli/internal/catalog"
 	"tatara.dev/cli/internal/mcpserver"
 	"tatara.dev/cli/internal/obs"
-	"tatara.dev/cli/internal/version"
+	"tatara.dev/cli/pkg/agentpod"
+	"tatara.dev/cli/pkg/buildinfo"
+	"tatara.dev/cli/pkg/scrapewait"
 )
 
 // Environment variables read by `tatara mcp`.
@@ -50,6 +52,7 @@ type mcpOptions struct {
 	callTimeout     time.Duration
 	maxBodyBytes    int64
 	shutdownTimeout time.Duration
+	scrapeWait      time.Duration
 }
 
 // defaultShutdownTimeout bounds the graceful stop on SIGTERM: in-flight tool calls may finish,
@@ -77,46 +80,26 @@ set, the operator's https URL is verified against that bundle alone.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.transport, "transport", "stdio", "stdio or http (MCP streamable HTTP)")
-	f.StringVar(&o.listen, "listen", "127.0.0.1:7777", "address of the streamable HTTP endpoint (path /mcp)")
+	f.StringVar(&o.listen, "listen", agentpod.MCPListen, "address of the streamable HTTP endpoint (path /mcp)")
 	f.StringVar(&o.toolProfile, "tool-profile", os.Getenv(EnvToolProfile), "tool profile; overrides "+EnvToolProfile)
 	f.StringVar(&o.metricsAddr, "metrics-addr", os.Getenv(EnvMetricsAddr), "address serving /metrics and /healthz (empty disables); defaults to "+EnvMetricsAddr)
 	f.DurationVar(&o.callTimeout, "call-timeout", mcpserver.DefaultCallTimeout, "timeout of one backend call")
 	f.Int64Var(&o.maxBodyBytes, "max-body-bytes", mcpserver.DefaultMaxBodyBytes, "largest request body the HTTP transport reads; a larger one is refused with 413")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", defaultShutdownTimeout, "how long in-flight HTTP requests may run after SIGTERM")
+	f.DurationVar(&o.scrapeWait, "scrape-wait", 0, "after the MCP server stops, keep serving /metrics until they are scraped from outside the pod once more, at most this long (0: exit at once)")
 	return cmd
 }
 
 func runMCP(ctx context.Context, o mcpOptions, log *slog.Logger, stdin io.Reader, stdout io.Writer) error {
-	if o.transport != "stdio" && o.transport != "http" {
-		return fmt.Errorf("invalid --transport %q: want stdio or http", o.transport)
-	}
-	if o.maxBodyBytes <= 0 {
-		return fmt.Errorf("invalid --max-body-bytes %d: want a positive number of bytes", o.maxBodyBytes)
-	}
-	if o.shutdownTimeout <= 0 {
-		return fmt.Errorf("invalid --shutdown-timeout %v: want a positive duration", o.shutdownTimeout)
-	}
-	operatorURL := os.Getenv(EnvOperatorURL)
-	operatorHTTP, err := operatorClient(operatorURL, os.Getenv(EnvOperatorCABundle))
-	if err != nil {
+	if err := o.validate(); err != nil {
 		return err
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	metrics := obs.NewMetrics(reg)
-	metrics.SetBuildInfo(version.Version, version.Revision())
-
-	project, task := os.Getenv(EnvProject), os.Getenv(EnvTask)
-	srv := mcpserver.New(mcpserver.Config{
-		Profile: o.toolProfile,
-		Backends: backend.TaskClients(os.Getenv(EnvMemoryURL), os.Getenv(EnvChatURL), operatorURL,
-			project, task, os.Getenv(EnvToken), &http.Client{}, operatorHTTP),
-		Context:     map[string]string{catalog.EnvProject: project, catalog.EnvTask: task},
-		CallTimeout: o.callTimeout,
-		Version:     version.Version,
-		Logger:      log,
-		Metrics:     metrics,
-	})
+	srv, err := newTaskMCPServer(o, log, obs.NewMetrics(reg))
+	if err != nil {
+		return err
+	}
 
 	// Listen for MCP before the metrics server starts: the agent pod's startup probe checks the
 	// metrics port (the MCP port is loopback-only), so "metrics up" must imply "MCP listening".
@@ -129,32 +112,78 @@ func runMCP(ctx context.Context, o mcpOptions, log *slog.Logger, stdin io.Reader
 		mcpListener = ln
 		defer func() { _ = ln.Close() }()
 	}
-
-	stopMetrics, err := startMetrics(o.metricsAddr, reg, log)
+	metricsSrv, err := startMetrics(o.metricsAddr, reg, log)
 	if err != nil {
 		return err
 	}
-	defer stopMetrics()
+	defer metricsSrv.stop()
+	// Runs before stop: the last tool calls' counts reach Prometheus before the sidecar exits.
+	defer metricsSrv.waitForScrape(o.scrapeWait)
 
 	startup := []any{"profile", o.toolProfile, "resolved_profile", srv.ResolvedProfile,
-		"registered_tools", len(srv.Tools), "transport", o.transport, "version", version.Version, "project", project, "task", task}
+		"registered_tools", len(srv.Tools), "transport", o.transport, "version", buildinfo.Version,
+		"project", os.Getenv(EnvProject), "task", os.Getenv(EnvTask)}
 	if o.transport == "stdio" {
-		log.Info("mcp server started", startup...)
-		err := server.NewStdioServer(srv.MCP).Listen(ctx, stdin, stdout)
-		if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
-			return fmt.Errorf("failed to serve MCP over stdio: %w", err)
-		}
-		log.Info("mcp server stopped")
-		return nil
+		return serveStdio(ctx, srv, log, startup, stdin, stdout)
 	}
+	return serveHTTP(ctx, o, srv, mcpListener, log, startup)
+}
 
+func (o mcpOptions) validate() error {
+	switch {
+	case o.transport != "stdio" && o.transport != "http":
+		return fmt.Errorf("invalid --transport %q: want stdio or http", o.transport)
+	case o.maxBodyBytes <= 0:
+		return fmt.Errorf("invalid --max-body-bytes %d: want a positive number of bytes", o.maxBodyBytes)
+	case o.shutdownTimeout <= 0:
+		return fmt.Errorf("invalid --shutdown-timeout %v: want a positive duration", o.shutdownTimeout)
+	case o.scrapeWait < 0:
+		return fmt.Errorf("invalid --scrape-wait %v: want a duration >= 0", o.scrapeWait)
+	}
+	return nil
+}
+
+// newTaskMCPServer builds the MCP server of the pod's Task: its profile, and the backends it
+// calls with the Task's identity and token, all from the environment the operator sets.
+func newTaskMCPServer(o mcpOptions, log *slog.Logger, metrics *obs.Metrics) (*mcpserver.Server, error) {
+	operatorURL := os.Getenv(EnvOperatorURL)
+	operatorHTTP, err := operatorClient(operatorURL, os.Getenv(EnvOperatorCABundle))
+	if err != nil {
+		return nil, err
+	}
+	project, task := os.Getenv(EnvProject), os.Getenv(EnvTask)
+	return mcpserver.New(mcpserver.Config{
+		Profile: o.toolProfile,
+		Backends: backend.TaskClients(os.Getenv(EnvMemoryURL), os.Getenv(EnvChatURL), operatorURL,
+			project, task, os.Getenv(EnvToken), backend.HTTPClient(), operatorHTTP, log),
+		Context:     map[string]string{catalog.EnvProject: project, catalog.EnvTask: task},
+		CallTimeout: o.callTimeout,
+		Version:     buildinfo.Version,
+		Logger:      log,
+		Metrics:     metrics,
+	}), nil
+}
+
+func serveStdio(ctx context.Context, srv *mcpserver.Server, log *slog.Logger, startup []any, stdin io.Reader, stdout io.Writer) error {
+	log.Info("mcp server started", startup...)
+	err := server.NewStdioServer(srv.MCP).Listen(ctx, stdin, stdout)
+	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("failed to serve MCP over stdio: %w", err)
+	}
+	log.Info("mcp server stopped")
+	return nil
+}
+
+// serveHTTP serves streamable HTTP on ln until ctx ends, then ends the sessions and their
+// streams within --shutdown-timeout.
+func serveHTTP(ctx context.Context, o mcpOptions, srv *mcpserver.Server, ln net.Listener, log *slog.Logger, startup []any) error {
 	mux := http.NewServeMux()
 	httpSrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	mcpHandler := srv.NewHTTPHandler(mcpserver.HTTPConfig{Server: httpSrv, MaxBodyBytes: o.maxBodyBytes, LimitSetting: "--max-body-bytes"})
-	mux.Handle("/mcp", mcpHandler)
+	mux.Handle(agentpod.MCPPath, mcpHandler)
 	errc := make(chan error, 1)
-	go func() { errc <- httpSrv.Serve(mcpListener) }()
-	log.Info("mcp server started", append(startup, "listen", "http://"+mcpListener.Addr().String()+"/mcp")...)
+	go func() { errc <- httpSrv.Serve(ln) }()
+	log.Info("mcp server started", append(startup, "listen", "http://"+ln.Addr().String()+agentpod.MCPPath)...)
 	select {
 	case <-ctx.Done():
 		log.Info("mcp server stopping", "reason", context.Cause(ctx).Error())
@@ -188,24 +217,50 @@ func operatorClient(operatorURL, caBundle string) (*http.Client, error) {
 	return hc, nil
 }
 
-// startMetrics serves reg's /metrics and a /healthz on addr until the returned stop is called;
-// an empty addr serves nothing. Both commands start it after their main listener, so a passing
-// probe on /healthz means the main port accepts connections.
-func startMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (stop func(), err error) {
+// metricsServer serves /metrics and /healthz; the zero value (no address) serves nothing.
+type metricsServer struct {
+	srv  *http.Server
+	gate *scrapewait.Gate
+	log  *slog.Logger
+}
+
+// startMetrics serves reg's /metrics and a /healthz on addr until stop is called; an empty addr
+// serves nothing. Both commands start it after their main listener, so a passing probe on
+// /healthz means the main port accepts connections.
+func startMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (*metricsServer, error) {
 	if addr == "" {
-		return func() {}, nil
+		return &metricsServer{}, nil
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("failed to listen for metrics on %q: %w", addr, err)
 	}
+	gate := scrapewait.New()
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.Handle("/metrics", gate.Handler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	log.Info("metrics server listening", "addr", ln.Addr().String())
-	return func() { shutdown(srv) }, nil
+	return &metricsServer{srv: srv, gate: gate, log: log}, nil
+}
+
+// waitForScrape holds the exit until Prometheus has scraped /metrics once more, at most max
+// (package scrapewait); it logs which of the two ended the wait.
+func (m *metricsServer) waitForScrape(max time.Duration) {
+	if m.srv == nil || max <= 0 {
+		return
+	}
+	m.log.Info("waiting for a final metrics scrape", "max", max.String())
+	start := time.Now()
+	scraped := m.gate.Wait(context.Background(), max)
+	m.log.Info("final metrics scrape", "scraped", scraped, "waited", time.Since(start).Round(time.Millisecond).String())
+}
+
+func (m *metricsServer) stop() {
+	if m.srv != nil {
+		shutdown(m.srv)
+	}
 }
 
 func shutdown(s *http.Server) {

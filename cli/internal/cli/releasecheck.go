@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"tatara.dev/cli/internal/catalog"
-	"tatara.dev/cli/internal/version"
+	"tatara.dev/cli/pkg/buildinfo"
 	"tatara.dev/cli/pkg/releasecheck"
 )
 
@@ -100,7 +100,7 @@ func runReleaseCheck(w io.Writer, o releaseCheckOptions) int {
 	r.Check(fmt.Sprintf("the runtime ConfigMap %s names the release's image %s", o.runtimeConfigMap, o.image),
 		releasecheck.RuntimeImage(o.runtimeConfigMap, o.runtimeConfigDir, o.image))
 	r.Check(fmt.Sprintf("the image is the chart's build (appVersion %s)", o.appVersion),
-		releasecheck.Version("tatara", version.Version, o.appVersion))
+		releasecheck.Version("tatara", buildinfo.Version, o.appVersion))
 
 	var want ToolCounts
 	dec := json.NewDecoder(strings.NewReader(o.toolCounts))

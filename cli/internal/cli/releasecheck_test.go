@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"tatara.dev/cli/internal/catalog"
-	"tatara.dev/cli/internal/version"
-	"tatara.dev/cli/pkg/golden"
+	"tatara.dev/cli/pkg/buildinfo"
+	"tatara.dev/testkit/golden"
 )
 
 // chartToolCounts is the golden file the tatara-cli chart renders into its test pod.
@@ -47,9 +47,9 @@ func TestCatalogToolCountsAreTheProfiles(t *testing.T) {
 }
 
 func TestReleaseCheck(t *testing.T) {
-	old := version.Version
-	version.Version = "0.1.0"
-	t.Cleanup(func() { version.Version = old })
+	old := buildinfo.Version
+	buildinfo.Version = "0.1.0"
+	t.Cleanup(func() { buildinfo.Version = old })
 
 	const image = "tatara.local/tatara-cli:0.1.0"
 	cmDir := t.TempDir()

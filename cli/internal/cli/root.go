@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"tatara.dev/cli/internal/version"
+	"tatara.dev/cli/pkg/buildinfo"
 	"tatara.dev/cli/pkg/redact"
 )
 
@@ -53,7 +53,7 @@ func newVersionCommand() *cobra.Command {
 		Short: "Print the version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintf(cmd.OutOrStdout(), "tatara %s (revision %s)\n", version.Version, version.Revision())
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "tatara %s (revision %s)\n", buildinfo.Version, buildinfo.Revision())
 			return err
 		},
 	}

@@ -23,8 +23,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"tatara.dev/cli/pkg/gitserver"
-	"tatara.dev/cli/pkg/testutil"
+	"tatara.dev/testkit/gitserver"
+	"tatara.dev/testkit/testutil"
 )
 
 // The push token of the git tests: the upstream answers 401 to any other credential.
@@ -434,4 +434,65 @@ func rawStatus(t *testing.T, addr, requestLine string) int {
 	}
 	_ = resp.Body.Close()
 	return resp.StatusCode
+}
+
+// A hand-made push whose capability list ends at a second NUL (git ignores what follows it) asks
+// the real upstream for push options, with options a GitLab-style host would act on. Sent
+// straight to the upstream, its pre-receive hook sees them: the request is what git honours.
+// Through the gateway, it is refused and the hook never runs.
+func TestGitPushOptionsNeverReachTheUpstream(t *testing.T) {
+	f := newGitFixture(t, 0)
+	f.git(f.bare, "config", "receive.advertisePushOptions", "true")
+	seen := filepath.Join(t.TempDir(), "push-options")
+	hook := "#!/bin/sh\nenv | grep '^GIT_PUSH_OPTION' >> " + seen + "\n"
+	if err := os.WriteFile(filepath.Join(f.bare, "hooks", "pre-receive"), []byte(hook), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mainTip := strings.TrimSpace(f.git(f.bare, "rev-parse", "refs/heads/main"))
+	emptyPack, err := exec.Command("git", "pack-objects", "--stdout").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := func(ref string) []byte {
+		return []byte(cmds(strings.Repeat("0", 40)+" "+mainTip+" "+ref+"\x00report-status push-options\x00x") +
+			pkt("merge_request.create") + pkt("merge_request.target=main") + "0000" + string(emptyPack))
+	}
+	post := func(url string, b []byte) string {
+		req, err := http.NewRequest(http.MethodPost, url+"/git-receive-pack", strings.NewReader(string(b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/x-git-receive-pack-request")
+		req.SetBasicAuth(DefaultUsername, gitToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = resp.Body.Close() }()
+		out, _ := io.ReadAll(resp.Body)
+		return string(out)
+	}
+
+	// The control: git honours the hidden capability and hands the options to the hook.
+	post(f.upstream.URL+"/demo.git", body("refs/heads/control"))
+	got, err := os.ReadFile(seen)
+	if err != nil || !strings.Contains(string(got), "GIT_PUSH_OPTION_0=merge_request.create") {
+		t.Fatalf("the upstream's hook did not see the options sent to it directly (%v): %q; the test proves nothing", err, got)
+	}
+	if err := os.Remove(seen); err != nil {
+		t.Fatal(err)
+	}
+
+	before := f.upstreamRefs()
+	out := post(f.gateway.URL, body("refs/heads/tatara/t1"))
+	if !strings.Contains(out, "ng refs/heads/tatara/t1 push options (git push -o) are not supported") {
+		t.Errorf("the gateway's answer does not refuse the push options: %q", out)
+	}
+	if _, err := os.Stat(seen); !os.IsNotExist(err) {
+		b, _ := os.ReadFile(seen)
+		t.Errorf("the upstream's pre-receive hook ran with %q", b)
+	}
+	if after := f.upstreamRefs(); after != before {
+		t.Errorf("upstream refs changed:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
 }

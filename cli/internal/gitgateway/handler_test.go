@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 
-	"tatara.dev/cli/pkg/testutil"
+	"tatara.dev/testkit/testutil"
 )
 
 const stubToken = "stub-push-token-8c2e41d9"
@@ -146,6 +146,11 @@ func TestReceivePackHandling(t *testing.T) {
 			wantStatus: 403, wantBody: "signed pushes (push-cert) are not supported", outcome: OutcomeRefused},
 		{name: "push options", body: []byte(cmds(zero1+" "+oidB+" refs/heads/tatara/t1\x00report-status push-options") + pkt("merge_request.create") + "0000" + pack),
 			wantStatus: 200, wantBody: "ng refs/heads/tatara/t1 push options (git push -o) are not supported", outcome: OutcomeRefused},
+		{name: "push options hidden after a second NUL (git reads the capabilities up to it)",
+			body:       []byte(cmds(zero1+" "+oidB+" refs/heads/tatara/t1\x00report-status push-options\x00x") + pkt("merge_request.create") + "0000" + pack),
+			wantStatus: 200, wantBody: "ng refs/heads/tatara/t1 push options (git push -o) are not supported", outcome: OutcomeRefused},
+		{name: "unknown capability", body: []byte(cmds(zero1+" "+oidB+" refs/heads/tatara/t1\x00report-status x-merge-when-pipeline-succeeds") + pack),
+			wantStatus: 200, wantBody: `capability "x-merge-when-pipeline-succeeds" is not supported`, outcome: OutcomeRefused},
 		{name: "malformed", body: []byte("00zz"), wantStatus: 400, wantBody: `invalid push request: bad pkt-line length "00zz"`, outcome: OutcomeRefused},
 		{name: "truncated", body: []byte(pkt(first("refs/heads/tatara/t1"))), wantStatus: 400, wantBody: "truncated", outcome: OutcomeRefused},
 		{name: "corrupt gzip", body: []byte("not gzip"), header: map[string]string{"Content-Encoding": "gzip"},

@@ -137,6 +137,10 @@ func readCommands(r io.Reader) (*pushRequest, []byte, error) {
 			if len(req.Commands) > 0 {
 				return nil, raw, protoErr("capabilities on command %d; only the first command carries them", len(req.Commands)+1)
 			}
+			// git reads the capability list as a C string: it ends at the next NUL, and what
+			// follows is ignored. Reading past it would let "push-options\0x" hide the
+			// capability that git does honour.
+			caps, _, _ = bytes.Cut(caps, []byte{0})
 			req.Capabilities = strings.Fields(string(caps))
 		}
 		if len(req.Commands) == MaxCommands {

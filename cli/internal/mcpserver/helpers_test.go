@@ -19,7 +19,7 @@ import (
 	"tatara.dev/cli/internal/backend"
 	"tatara.dev/cli/internal/catalog"
 	"tatara.dev/cli/internal/obs"
-	"tatara.dev/cli/pkg/testutil"
+	"tatara.dev/testkit/testutil"
 )
 
 // recorded is one request a fake backend saw.
@@ -72,7 +72,7 @@ func newBackends(t testing.TB) *backends {
 
 func (b *backends) clients(token string) map[catalog.Target]*backend.Client {
 	return backend.TaskClients(b.servers[catalog.TargetMemory].URL, b.servers[catalog.TargetChat].URL,
-		b.servers[catalog.TargetOperator].URL, "proj", "task-1", token, nil, nil)
+		b.servers[catalog.TargetOperator].URL, "proj", "task-1", token, nil, nil, nil)
 }
 
 func (b *backends) take() []recorded {

@@ -14,6 +14,9 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"golang.org/x/sync/semaphore"
+
+	"tatara.dev/cli/pkg/agentpod"
 )
 
 // DefaultMaxBodyBytes bounds one request body on the MCP endpoint: far above any real tool call
@@ -30,18 +33,26 @@ type HTTPConfig struct {
 	// LimitSetting names how MaxBodyBytes is set (e.g. "--max-body-bytes"), for the error a client
 	// gets over the limit.
 	LimitSetting string
+	// MaxInFlightBytes bounds the request bodies held at once (each counted at its declared length,
+	// or at MaxBodyBytes when undeclared); a request waits for room. <= 0 means twice MaxBodyBytes.
+	MaxInFlightBytes int64
+	// MaxSessions bounds the live MCP sessions; <= 0 means DefaultMaxSessions.
+	MaxSessions int
 }
 
 // HTTPHandler serves the MCP streamable HTTP transport (MCP 2025-11-25) on a loopback listener
 // next to an agent that may send anything. Before mcp-go sees a request it refuses a browser
 // Origin other than the listener's own (403), a body over the limit (413), and a request whose
-// session the server did not issue or has ended (404; 400 without one). mcp-go keeps the
-// sessions (WithSessionIdManager, as WithStateful does) and checks the Host header.
+// session the server did not issue or has ended (404; 400 without one). It bounds what a flood
+// costs: the bodies held at once (MaxInFlightBytes) and the live sessions (MaxSessions, least
+// recently used ended first, with their state in mcp-go). mcp-go keeps the sessions
+// (WithSessionIdManager) and checks the Host header.
 type HTTPHandler struct {
 	mcp          *server.StreamableHTTPServer
-	sessions     *server.InsecureStatefulSessionIdManager
+	sessions     *boundedSessions
 	maxBody      int64
 	limitSetting string
+	inFlight     *semaphore.Weighted
 }
 
 // NewHTTPHandler returns the MCP endpoint of s.
@@ -52,12 +63,14 @@ func (s *Server) NewHTTPHandler(cfg HTTPConfig) *HTTPHandler {
 	if cfg.LimitSetting == "" {
 		cfg.LimitSetting = "the server's body limit"
 	}
-	// The library's stateful manager: it issues random ids and remembers live and ended ones.
-	// "Insecure" in its name is about multi-instance deployments (ids are not signed); here one
-	// process serves one pod.
-	sessions := &server.InsecureStatefulSessionIdManager{}
+	if cfg.MaxInFlightBytes <= 0 {
+		cfg.MaxInFlightBytes = 2 * cfg.MaxBodyBytes
+	}
+	// Random ids, remembered live and ended, within a bound (sessions.go). Ids are not signed:
+	// one process serves one pod.
+	sessions := newBoundedSessions(cfg.MaxSessions)
 	opts := []server.StreamableHTTPOption{
-		server.WithEndpointPath("/mcp"),
+		server.WithEndpointPath(agentpod.MCPPath),
 		server.WithSessionIdManager(sessions),
 		server.WithStreamableHTTPLogger(s.cfg.Logger),
 	}
@@ -69,6 +82,7 @@ func (s *Server) NewHTTPHandler(cfg HTTPConfig) *HTTPHandler {
 		sessions:     sessions,
 		maxBody:      cfg.MaxBodyBytes,
 		limitSetting: cfg.LimitSetting,
+		inFlight:     semaphore.NewWeighted(max(cfg.MaxInFlightBytes, cfg.MaxBodyBytes)),
 	}
 }
 
@@ -86,6 +100,16 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var body []byte
 	if r.Method == http.MethodPost {
+		// The body's room is held until the call is answered: mcp-go decodes it, and the tool
+		// holds its arguments, meanwhile.
+		room := h.maxBody
+		if r.ContentLength >= 0 && r.ContentLength < room {
+			room = r.ContentLength
+		}
+		if err := h.inFlight.Acquire(r.Context(), room); err != nil {
+			return // the client has gone
+		}
+		defer h.inFlight.Release(room)
 		var ok bool
 		if body, ok = h.readBody(w, r); !ok {
 			return
@@ -97,7 +121,29 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.mcp.ServeHTTP(w, r)
+	h.dropEvicted(r)
 }
+
+// dropEvicted ends, in mcp-go too, the sessions the bound evicted (an initialize past
+// MaxSessions): mcp-go drops a session's state on its DELETE.
+func (h *HTTPHandler) dropEvicted(r *http.Request) {
+	for _, id := range h.sessions.TakeEvicted() {
+		del, err := http.NewRequestWithContext(context.WithoutCancel(r.Context()), http.MethodDelete, r.URL.String(), nil)
+		if err != nil {
+			continue // r's URL parsed once already
+		}
+		del.Host = r.Host
+		del.Header.Set(server.HeaderKeySessionID, id)
+		h.mcp.ServeHTTP(discardResponse{header: http.Header{}}, del)
+	}
+}
+
+// discardResponse is the ResponseWriter of an internal request whose answer nobody reads.
+type discardResponse struct{ header http.Header }
+
+func (d discardResponse) Header() http.Header         { return d.header }
+func (d discardResponse) Write(b []byte) (int, error) { return len(b), nil }
+func (d discardResponse) WriteHeader(int)             {}
 
 // readBody reads a POST body of at most h.maxBody bytes; over that it answers 413 and reads no
 // further, so a huge body costs the limit at most.

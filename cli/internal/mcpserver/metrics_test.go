@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -10,10 +11,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"tatara.dev/cli/internal/catalog"
 	"tatara.dev/cli/internal/obs"
-	tataratest "tatara.dev/cli/pkg/testutil"
+	tataratest "tatara.dev/testkit/testutil"
 )
 
 const durationMetric = "tatara_mcp_tool_call_duration_seconds"
@@ -72,8 +74,16 @@ func TestToolCallDurationObservedOncePerCall(t *testing.T) {
 	}
 	buckets := withPrefix(lines, durationMetric+"_bucket")
 	tataratest.CheckHistogramBuckets(t, buckets, durationMetric, success, obs.ToolCallDurationBuckets, 1)
-	if counter := scrapeLines(t, metricsSrv.URL, "tatara_mcp_tool_calls_total"); !slices.Equal(counter, []string{`tatara_mcp_tool_calls_total{` + success + `} 1`}) {
-		t.Errorf("counter = %q, want the histogram's one series", counter)
+	// The counter's series exist at 0 from the start (obs.Metrics.ToolsRegistered); the call moved
+	// exactly the histogram's one series.
+	var nonZero []string
+	for _, l := range scrapeLines(t, metricsSrv.URL, "tatara_mcp_tool_calls_total") {
+		if !strings.HasSuffix(l, "} 0") {
+			nonZero = append(nonZero, l)
+		}
+	}
+	if !slices.Equal(nonZero, []string{`tatara_mcp_tool_calls_total{` + success + `} 1`}) {
+		t.Errorf("non-zero counter series = %q, want the histogram's one series", nonZero)
 	}
 
 	// A failing call gets its own series, labelled with its outcome; the first stays at 1.
@@ -101,5 +111,42 @@ func TestToolCallDurationBucketsCoverTheTimeouts(t *testing.T) {
 	}
 	if longest := (DefaultCallTimeout + catalog.MaxWaitSeconds*time.Second).Seconds(); b[len(b)-1] != longest {
 		t.Errorf("last bucket = %v, want the longest deadline (call timeout + max wait) %v", b[len(b)-1], longest)
+	}
+}
+
+// A report storm from one agent (1,000 calls, most with made-up categories and severities)
+// leaves the metric's label sets where they started: 7 categories x 2 severities, and the tool
+// counters at the registered tools x outcomes.
+func TestReportStormKeepsLabelSetsBounded(t *testing.T) {
+	h := newHarness(t, "brainstorm")
+	count := func(name string) int {
+		n, err := testutil.GatherAndCount(h.reg, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	issues, calls := count("tatara_mcp_internal_issue_total"), count("tatara_mcp_tool_calls_total")
+	if issues != 14 || calls != len(h.srv.Tools)*len(obs.Outcomes) {
+		t.Fatalf("before the storm: %d issue series, %d call series; want 14 and %d", issues, calls, len(h.srv.Tools)*len(obs.Outcomes))
+	}
+	accepted := 0
+	for i := range 1000 {
+		args := map[string]any{"category": fmt.Sprintf("made-up-%d", i), "severity": fmt.Sprintf("sev-%d", i), "description": "storm"}
+		if i%10 == 0 {
+			args["category"], args["severity"] = "tool_error", "warn"
+		}
+		if res := h.call(t, "report_internal_issue", args); !res.IsError {
+			accepted++
+		}
+	}
+	if got := count("tatara_mcp_internal_issue_total"); got != issues {
+		t.Errorf("after the storm: %d issue series, want %d", got, issues)
+	}
+	if got := count("tatara_mcp_tool_calls_total"); got != calls {
+		t.Errorf("after the storm: %d call series, want %d", got, calls)
+	}
+	if v := testutil.ToFloat64(h.srv.cfg.Metrics.InternalIssues.WithLabelValues("tool_error", "warn")); v != float64(accepted) || accepted != 100 {
+		t.Errorf("tool_error/warn = %v with %d reports accepted, want 100 (only the valid ones)", v, accepted)
 	}
 }

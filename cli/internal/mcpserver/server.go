@@ -109,7 +109,11 @@ func New(cfg Config) *Server {
 		s.MCP.AddTool(ToMCPTool(t), s.handler(t))
 	}
 	if cfg.Metrics != nil {
-		cfg.Metrics.RegisteredTools.WithLabelValues(label).Set(float64(len(tools)))
+		names := make([]string, len(tools))
+		for i, t := range tools {
+			names[i] = t.Name
+		}
+		cfg.Metrics.ToolsRegistered(label, names)
 	}
 	return s
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"tatara.dev/cli/internal/catalog"
-	"tatara.dev/cli/pkg/golden"
+	"tatara.dev/testkit/golden"
 )
 
 // Every tool's MCP definition is pinned by a snapshot, so a schema change is always a

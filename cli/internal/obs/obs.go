@@ -3,11 +3,11 @@
 package obs
 
 import (
-	"runtime"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"tatara.dev/cli/internal/catalog"
+
+	"tatara.dev/cli/pkg/buildinfo"
 )
 
 // Tool call outcomes, the values of tatara_mcp_tool_calls_total's outcome label.
@@ -18,6 +18,9 @@ const (
 	OutcomeBackendMissing  = "backend_not_configured"
 	OutcomeHandlerRejected = "rejected"
 )
+
+// Outcomes lists every outcome, for pre-creating series.
+var Outcomes = []string{OutcomeSuccess, OutcomeInvalidArgs, OutcomeBackendError, OutcomeBackendMissing, OutcomeHandlerRejected}
 
 // ToolCallDurationBuckets are the upper bounds, in seconds, of
 // tatara_mcp_tool_call_duration_seconds. They are set explicitly because a tool call is bounded by
@@ -41,7 +44,7 @@ type Metrics struct {
 	ToolCalls       *prometheus.CounterVec
 	// ToolCallDuration observes every tools/call with the same labels as ToolCalls.
 	ToolCallDuration *prometheus.HistogramVec
-	BuildInfo        *prometheus.GaugeVec
+	BuildInfo        prometheus.Gauge
 }
 
 // NewMetrics creates the metrics and registers them on reg.
@@ -64,16 +67,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Tool call latency in seconds, by tool and outcome (the labels of tatara_mcp_tool_calls_total).",
 			Buckets: ToolCallDurationBuckets,
 		}, []string{"tool", "outcome"}),
-		// The label names are those of tatara_wrapper_build_info and tatara_operator_build_info
-		// too (docs/architecture.md, "Observability contract"), so the three join on them.
-		BuildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "tatara_mcp_build_info",
-			Help: "Always 1; labels carry the build's version, revision and Go version.",
-		}, []string{"version", "revision", "goversion"}),
+		// One definition for the three components (docs/architecture.md, "Observability contract").
+		BuildInfo: buildinfo.NewGauge("tatara_mcp_build_info", "cli"),
 	}
 	reg.MustRegister(m.RegisteredTools, m.InternalIssues, m.ToolCalls, m.ToolCallDuration, m.BuildInfo)
-	// Every category/severity series exists from the start at 0, so an increase() alert fires
-	// on the very first report instead of needing a previous sample.
+	// Every category/severity series exists from the start at 0: a scrape before the first
+	// report gives increase() the 0 it needs (the alerts also count a series first seen above 0,
+	// for a report made before the pod's first scrape).
 	for _, c := range catalog.IssueCategories {
 		for _, s := range catalog.IssueSeverities {
 			m.InternalIssues.WithLabelValues(c, s)
@@ -82,7 +82,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-// SetBuildInfo records the build's identity; revision is "unknown" when the build was not stamped.
-func (m *Metrics) SetBuildInfo(version, revision string) {
-	m.BuildInfo.WithLabelValues(version, revision, runtime.Version()).Set(1)
+// ToolsRegistered records the tools this server registered for profile and creates their call
+// counters at 0 for every outcome, so a dashboard's increase() counts each tool's first call.
+// The histogram is left to be created on first use: its series are many times the counters'.
+func (m *Metrics) ToolsRegistered(profile string, tools []string) {
+	m.RegisteredTools.WithLabelValues(profile).Set(float64(len(tools)))
+	for _, t := range tools {
+		for _, o := range Outcomes {
+			m.ToolCalls.WithLabelValues(t, o)
+		}
+	}
 }

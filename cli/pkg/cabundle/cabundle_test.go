@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"tatara.dev/cli/pkg/cabundle"
-	"tatara.dev/cli/pkg/testutil"
+	"tatara.dev/testkit/testutil"
 )
 
 func TestParse(t *testing.T) {

@@ -1,16 +1,20 @@
 // Package redact removes secrets (bearer credentials, tokens, API keys, the Task token) from text
 // before the cli or the wrapper logs it. The Task token has a shape of its own, tatara_ and 64
-// lower-case hex characters (the operator's internal/token), so it is masked by that shape even
-// where its value is unknown: the wrapper never gets it. Whatever an agent sends (a report's
+// lower-case hex characters (cli/pkg/tasktoken, by which the operator mints it), so it is masked
+// by that shape even where its value is unknown: the wrapper never gets it. Whatever an agent sends (a report's
 // description, a transcript line) carries what the model and its tools saw, so it is treated as
 // hostile to the log pipeline. It lives in the cli module, beside pkg/profiles, so both binaries mask
 // the same shapes.
 package redact
 
 import (
+	"fmt"
 	"log/slog"
 	"regexp"
 	"strings"
+	"unicode/utf8"
+
+	"tatara.dev/cli/pkg/tasktoken"
 )
 
 // Mask replaces every secret found.
@@ -32,9 +36,9 @@ var patterns = []*regexp.Regexp{
 	// Well-known key formats: Anthropic/OpenAI (sk-...), GitHub (ghp_, gho_, ghs_, ghu_, ghr_,
 	// github_pat_), GitLab (glpat-), Slack (xox?-), AWS access key ids, Google API keys.
 	regexp.MustCompile(`\b(?:sk-[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{16,}|xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{35})`),
-	// The Task token (tatara_ and 64 hex characters), wherever it is glued: the prefix stays to say
-	// what was removed.
-	regexp.MustCompile(`(tatara_)[0-9a-f]{64}`),
+	// The Task token (its shape: cli/pkg/tasktoken), wherever it is glued: the prefix stays to
+	// say what was removed.
+	regexp.MustCompile(tasktoken.Pattern),
 	// PEM private keys.
 	regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----(?s:.*?)(?:-----END [A-Z ]*PRIVATE KEY-----|$)`),
 }
@@ -104,23 +108,46 @@ func (r *Redactor) Bytes(b []byte) []byte {
 	return []byte(out)
 }
 
+// MaxAttrBytes bounds every string and error attribute of a log line, the message included:
+// reports, argument errors, refused pushes and transcript lines are the agent's text, and one
+// unbounded field would make one log line as large as the agent likes.
+const MaxAttrBytes = 512
+
 // ReplaceAttr is a slog.HandlerOptions.ReplaceAttr that redacts every string and error attribute,
-// the message included: a safety net under the explicit redaction of transcript-derived fields.
+// the message included (a safety net under the explicit redaction of transcript-derived fields),
+// then cuts it to MaxAttrBytes, saying how much was cut.
 func (r *Redactor) ReplaceAttr(_ []string, a slog.Attr) slog.Attr {
 	switch a.Value.Kind() {
 	case slog.KindString:
-		if s := a.Value.String(); len(s) >= minLiteral {
-			if red := r.String(s); red != s {
-				a.Value = slog.StringValue(red)
-			}
+		s := a.Value.String()
+		out := s
+		if len(s) >= minLiteral {
+			out = r.String(s)
+		}
+		if out = Truncate(out); out != s {
+			a.Value = slog.StringValue(out)
 		}
 	case slog.KindAny:
 		if err, ok := a.Value.Any().(error); ok && err != nil {
-			a.Value = slog.StringValue(r.String(err.Error()))
+			a.Value = slog.StringValue(Truncate(r.String(err.Error())))
 		}
 	default:
 	}
 	return a
+}
+
+// Truncate cuts s to at most MaxAttrBytes on a rune boundary, ending it with how many bytes were
+// cut; a shorter s is returned as it is.
+func Truncate(s string) string {
+	if len(s) <= MaxAttrBytes {
+		return s
+	}
+	// Room for the suffix, "…[<up to 20 digits> bytes cut]".
+	keep := MaxAttrBytes - 40
+	for keep > 0 && !utf8.RuneStart(s[keep]) {
+		keep--
+	}
+	return s[:keep] + fmt.Sprintf("…[%d bytes cut]", len(s)-keep)
 }
 
 func mayContainSecret(s string) bool {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestString(t *testing.T) {
@@ -68,5 +69,34 @@ func TestReplaceAttr(t *testing.T) {
 		if strings.Contains(out, s) {
 			t.Errorf("%q leaked: %s", s, out)
 		}
+	}
+}
+
+// Every string attribute of a log line, the message included, is cut to MaxAttrBytes with the
+// number of bytes cut; the longest line stays small whatever the agent sends.
+func TestReplaceAttrBoundsEveryField(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{ReplaceAttr: New().ReplaceAttr}))
+	huge := strings.Repeat("é", 2_500_000) // 5 MB, two bytes a rune
+	log.Info(huge, "description", huge, "error", errors.New(huge), "short", "kept as it is")
+	line := buf.String()
+	if len(line) > 4*MaxAttrBytes {
+		t.Fatalf("the log line is %d bytes, want at most %d", len(line), 4*MaxAttrBytes)
+	}
+	var rec map[string]string
+	if err := json.Unmarshal(buf.Bytes(), &rec); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"msg", "description", "error"} {
+		v := rec[k]
+		if len(v) > MaxAttrBytes || !utf8.ValidString(v) || !strings.HasSuffix(v, " bytes cut]") || !strings.HasPrefix(v, "éé") {
+			t.Errorf("%s = %q (%d bytes), want a valid UTF-8 prefix of at most %d bytes saying what was cut", k, v[:min(len(v), 40)], len(v), MaxAttrBytes)
+		}
+	}
+	if rec["short"] != "kept as it is" {
+		t.Errorf("short = %q", rec["short"])
+	}
+	if got := Truncate(strings.Repeat("a", MaxAttrBytes)); len(got) != MaxAttrBytes || strings.Contains(got, "cut") {
+		t.Errorf("Truncate of exactly MaxAttrBytes changed it: %q", got)
 	}
 }

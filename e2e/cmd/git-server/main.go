@@ -1,7 +1,7 @@
 // Command git-server is the e2e suite's git server: git's smart HTTP protocol (git http-backend)
 // over the bare repositories under --root, clone and fetch with the read token, push with the
 // write token (HTTP Basic password; the user name is ignored), and a demo repository created at
-// start. The routes are documented in tatara.dev/cli/pkg/gitserver.
+// start. The routes are documented in tatara.dev/testkit/gitserver.
 package main
 
 import (
@@ -15,11 +15,9 @@ import (
 	"syscall"
 	"time"
 
-	"tatara.dev/cli/pkg/gitserver"
+	"tatara.dev/cli/pkg/buildinfo"
+	"tatara.dev/testkit/gitserver"
 )
-
-// version is the build version (set with -ldflags -X).
-var version = "dev"
 
 // shutdownTimeout bounds the graceful shutdown after SIGTERM (a clone or push under way).
 const shutdownTimeout = 10 * time.Second
@@ -84,7 +82,7 @@ func run() int {
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.ListenAndServe() }()
-	log.Info("git server listening", slog.String("addr", *listen), slog.String("version", version), slog.String("root", srv.Root()),
+	log.Info("git server listening", slog.String("addr", *listen), slog.String("version", buildinfo.Version), slog.String("root", srv.Root()),
 		slog.Int64("max_request_bytes", *maxRequestBytes))
 	select {
 	case err := <-errc:

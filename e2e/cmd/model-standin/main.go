@@ -17,11 +17,9 @@ import (
 	"syscall"
 	"time"
 
+	"tatara.dev/cli/pkg/buildinfo"
 	"tatara.dev/e2e/internal/model"
 )
-
-// version is the build version (set with -ldflags -X).
-var version = "dev"
 
 func main() { os.Exit(run()) }
 
@@ -54,7 +52,7 @@ func run() int {
 	defer stop()
 	errc := make(chan error, 1)
 	go func() { errc <- hs.ListenAndServe() }()
-	log.Info("model stand-in listening", slog.String("addr", *listen), slog.String("version", version), slog.Bool("api_key_required", key != ""))
+	log.Info("model stand-in listening", slog.String("addr", *listen), slog.String("version", buildinfo.Version), slog.Bool("api_key_required", key != ""))
 	select {
 	case err := <-errc:
 		log.Error("server failed", slog.Any("error", err))

@@ -42,6 +42,7 @@ type ProjectRepo struct {
 // "token" (sent as the password of HTTP Basic auth by a git credential helper, never in the URL
 // or argv) and optionally "username" (default x-access-token); for an ssh url (ssh:// or
 // user@host:path) it holds "ssh-privatekey" and "known_hosts" (host keys are always checked).
+// +kubebuilder:validation:XValidation:rule="!(self.secretName.startsWith('tatara-agent-') && self.secretName.endsWith('-token'))",message="secretName may not name a Task's token Secret (tatara-agent-<task>-token)"
 type RepoCredentials struct {
 	// SecretName is the Secret's name.
 	// +kubebuilder:validation:MinLength=1
@@ -53,6 +54,7 @@ type RepoCredentials struct {
 // x-access-token, which GitHub, GitLab and Gitea accept with a token), mounted only into the
 // git-gateway sidecar. The gateway forwards the agent's pushes to url and refuses
 // any ref update outside refs/heads/tatara/<task>, deletions and tags.
+// +kubebuilder:validation:XValidation:rule="!(self.secretName.startsWith('tatara-agent-') && self.secretName.endsWith('-token'))",message="secretName may not name a Task's token Secret (tatara-agent-<task>-token)"
 type RepoPush struct {
 	// SecretName is the Secret's name.
 	// +kubebuilder:validation:MinLength=1
@@ -141,6 +143,7 @@ type ProjectAgent struct {
 	// +kubebuilder:validation:MaxItems=100
 	// +kubebuilder:validation:XValidation:rule="self.all(e, !e.name.startsWith('TATARA_') || e.name == 'TATARA_TOOL_PROFILE' || e.name.startsWith('TATARA_WRAPPER_'))",message="extraEnvs may not set TATARA_* variables other than TATARA_TOOL_PROFILE and TATARA_WRAPPER_*: they carry the Task's identity, token and backends"
 	// +kubebuilder:validation:XValidation:rule="self.all(e, !has(e.valueFrom) || ((has(e.valueFrom.secretKeyRef) || has(e.valueFrom.configMapKeyRef)) && !has(e.valueFrom.fieldRef) && !has(e.valueFrom.resourceFieldRef)))",message="extraEnvs valueFrom may only be a secretKeyRef or a configMapKeyRef"
+	// +kubebuilder:validation:XValidation:rule="self.all(e, !has(e.valueFrom) || !has(e.valueFrom.secretKeyRef) || !(has(e.valueFrom.secretKeyRef.name) && e.valueFrom.secretKeyRef.name.startsWith('tatara-agent-') && e.valueFrom.secretKeyRef.name.endsWith('-token')))",message="extraEnvs may not read a Task's token Secret (tatara-agent-<task>-token)"
 	// +optional
 	ExtraEnvs []corev1.EnvVar `json:"extraEnvs,omitempty"`
 

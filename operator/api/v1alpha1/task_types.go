@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"slices"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -162,6 +164,11 @@ type ActivityEntry struct {
 	// Truncated is true when Text was cut.
 	// +optional
 	Truncated bool `json:"truncated,omitempty"`
+	// RequestID is the Idempotency-Key of the tool call that recorded the entry: a retry of that
+	// call finds it and records nothing again.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	RequestID string `json:"requestID,omitempty"`
 }
 
 // Proposal is an issue an agent proposed (propose_issue).
@@ -175,6 +182,10 @@ type Proposal struct {
 	Repo string `json:"repo,omitempty"`
 	// CreatedAt is when it was proposed.
 	CreatedAt metav1.Time `json:"createdAt"`
+	// RequestID is the Idempotency-Key of the propose_issue call (see ActivityEntry.RequestID).
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	RequestID string `json:"requestID,omitempty"`
 }
 
 // Bounds that keep a Task object well under etcd's object size limit.
@@ -299,7 +310,16 @@ func (s *TaskStatus) CurrentAttempt() *TaskAttempt {
 
 // AddActivity appends an entry, cutting its text and dropping the oldest entries beyond MaxActivity.
 func (s *TaskStatus) AddActivity(now metav1.Time, typ ActivityType, text string) {
-	e := ActivityEntry{Time: now, Type: typ, Text: text}
+	s.AddRequestActivity(now, typ, text, "")
+}
+
+// AddRequestActivity is AddActivity for the tool call with Idempotency-Key requestID ("" for
+// none). It returns false, and adds nothing, when an entry of that request is already kept.
+func (s *TaskStatus) AddRequestActivity(now metav1.Time, typ ActivityType, text, requestID string) bool {
+	if requestID != "" && slices.ContainsFunc(s.Activity, func(e ActivityEntry) bool { return e.RequestID == requestID }) {
+		return false
+	}
+	e := ActivityEntry{Time: now, Type: typ, Text: text, RequestID: requestID}
 	if len(e.Text) > MaxActivityText {
 		e.Text = truncateUTF8(e.Text, MaxActivityText)
 		e.Truncated = true
@@ -308,6 +328,7 @@ func (s *TaskStatus) AddActivity(now metav1.Time, typ ActivityType, text string)
 	if over := len(s.Activity) - MaxActivity; over > 0 {
 		s.Activity = append([]ActivityEntry(nil), s.Activity[over:]...)
 	}
+	return true
 }
 
 // truncateUTF8 cuts s to at most n bytes without splitting a UTF-8 sequence.
@@ -339,6 +360,9 @@ const (
 	ReasonPodMissing           = "PodMissing"
 	ReasonPodRejected          = "PodRejected"
 	ReasonCancelled            = "Cancelled"
+	// ReasonUnknownKind: this operator maps the Task's kind to no tool profile (a Task written
+	// for a newer operator, after a rollback). No pod starts: its cli would serve every tool.
+	ReasonUnknownKind = "UnknownKind"
 
 	// The pod was lost before it finished: being deleted (its deletion timestamp is set) or
 	// gone, evicted (API eviction, node pressure, preemption), or lost with its node (node
@@ -357,6 +381,10 @@ const (
 	// ReasonParentCancelled: an ancestor Task was cancelled, which cancels its unfinished
 	// descendants.
 	ReasonParentCancelled = "ParentCancelled"
+	// ReasonSidecarRestarted: a sidecar (the cli, the git gateway) restarted while the agent ran.
+	// Its loopback port was free in between, for the agent in the same network namespace to take,
+	// so the operator stops the pod rather than trust what answers there now.
+	ReasonSidecarRestarted = "SidecarRestarted"
 
 	// ConditionWorkspaceFailed is True when the workspace-init container could not prepare
 	// /workspace; its reason is what workspace-init classified (RepoNotFound, AuthFailed,

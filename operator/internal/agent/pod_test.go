@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -13,9 +14,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	"tatara.dev/cli/pkg/golden"
 	"tatara.dev/cli/pkg/profiles"
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
+	"tatara.dev/testkit/golden"
 )
 
 func testConfig() Config {
@@ -560,9 +561,9 @@ func TestBuildPodWorkspace(t *testing.T) {
 			project:  workspaceProject,
 			wantInit: []string{WrapperInstallContainer, WorkspaceInitContainer, CLIContainer, GitGatewayContainer},
 			wantArgs: []string{"--url=https://git.example.com/tatara/operator.git", "--ref=main", "--depth=1", "--timeout=300s",
-				"--credentials-dir=" + CredentialsDir, "--credentials-secret=operator-read", "--push-url=" + GitGatewayURL, "--branch=tatara/t1"},
+				"--credentials-dir=" + CredentialsDir, "--credentials-secret=operator-read", "--push-url=" + GitGatewayURL, "--branch=tatara/t1-uidt1"},
 			wantSecret: map[string][]string{WorkspaceInitContainer: {"operator-read"}, GitGatewayContainer: {"operator-push"}},
-			wantBranch: "tatara/t1",
+			wantBranch: "tatara/t1-uidt1",
 		},
 		{
 			name: "Task ref, full history, anonymous, no push",
@@ -626,5 +627,58 @@ func TestBuildPodWorkspace(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// With monitoring on, each container waits for a final scrape of at most two of its scrape
+// intervals, and the pod's grace period covers the cli's stop after the wrapper has gone.
+func TestBuildPodScrapeWait(t *testing.T) {
+	for _, tc := range []struct {
+		name                string
+		cli, wrapper        time.Duration
+		wantCLIArg, wantEnv string
+		wantGrace           int64
+	}{
+		{"monitoring off", 0, 0, "", "", 30},
+		{"the charts' 30s", 30 * time.Second, 30 * time.Second, "1m0s", "1m0s", 80},
+		{"a slow wrapper scrape", 5 * time.Second, 2 * time.Minute, "10s", "4m0s", 250},
+		{"fast scrapes keep the default grace", 5 * time.Second, 5 * time.Second, "10s", "10s", 30},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.CLIScrapeInterval, cfg.WrapperScrapeInterval = tc.cli, tc.wrapper
+			pod := BuildPod(testTask(tatarav1.KindImplement), testProject(), cfg)
+
+			args := container(t, pod, CLIContainer).Args
+			gotArg := ""
+			if i := slices.Index(args, "--scrape-wait"); i >= 0 && i+1 < len(args) {
+				gotArg = args[i+1]
+			}
+			if gotArg != tc.wantCLIArg {
+				t.Errorf("cli --scrape-wait = %q, want %q (args %q)", gotArg, tc.wantCLIArg, args)
+			}
+			gotEnv, at := envValue(container(t, pod, WrapperContainer).Env, WrapperScrapeWaitEnv)
+			if gotEnv != tc.wantEnv || (tc.wantEnv == "" && at >= 0) {
+				t.Errorf("wrapper %s = %q (at %d), want %q", WrapperScrapeWaitEnv, gotEnv, at, tc.wantEnv)
+			}
+			if g := pod.Spec.TerminationGracePeriodSeconds; g == nil || *g != tc.wantGrace {
+				t.Errorf("terminationGracePeriodSeconds = %v, want %d", g, tc.wantGrace)
+			}
+		})
+	}
+}
+
+// A Task deleted and created again under its name is another object, with another branch: it can
+// never push over the earlier Task's work.
+func TestPushBranchIsPerTaskObject(t *testing.T) {
+	first := testTask(tatarav1.KindImplement)
+	first.UID = "3f2a9c1e-9a57-4c1e-8d2a-6f1b2c3d4e5f"
+	again := first.DeepCopy()
+	again.UID = "b71c04d2-1e3a-4f6b-9c8d-0a1b2c3d4e5f"
+	if got := PushBranch(first); got != "tatara/t1-3f2a9c1e" {
+		t.Errorf("PushBranch = %q, want tatara/t1-3f2a9c1e", got)
+	}
+	if PushBranch(first) == PushBranch(again) {
+		t.Errorf("two Task objects named %s share the branch %s", first.Name, PushBranch(first))
 	}
 }

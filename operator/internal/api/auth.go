@@ -3,6 +3,8 @@ package api
 import (
 	"context"
 	"net/http"
+	"net/netip"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,8 +23,48 @@ import (
 // refused. It also makes guessing tokens slower, which their 256 random bits make pointless anyway.
 const tokenCacheGrace = 2 * time.Second
 
-// maxTokenGraceWaiters bounds the requests that wait out tokenCacheGrace at the same time.
-const maxTokenGraceWaiters = 32
+// maxTokenGraceWaiters bounds the requests that wait out tokenCacheGrace at the same time, and
+// maxTokenGraceWaitersPerSource those from one source address: one pod sending unknown tokens
+// cannot hold the slots a fresh Task's first calls (from its own pod) need.
+const (
+	maxTokenGraceWaiters          = 32
+	maxTokenGraceWaitersPerSource = 2
+)
+
+// graceSlots are the places of the requests waiting out tokenCacheGrace.
+type graceSlots struct {
+	all chan struct{}
+
+	mu       sync.Mutex
+	bySource map[netip.Addr]int
+}
+
+func newGraceSlots() *graceSlots {
+	return &graceSlots{all: make(chan struct{}, maxTokenGraceWaiters), bySource: map[netip.Addr]int{}}
+}
+
+// take holds a place for a request from src, if one is free.
+func (g *graceSlots) take(src netip.Addr) (release func(), ok bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.bySource[src] >= maxTokenGraceWaitersPerSource {
+		return nil, false
+	}
+	select {
+	case g.all <- struct{}{}:
+	default:
+		return nil, false
+	}
+	g.bySource[src]++
+	return func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		<-g.all
+		if g.bySource[src]--; g.bySource[src] <= 0 {
+			delete(g.bySource, src)
+		}
+	}, true
+}
 
 // authenticate maps the bearer token to its Task. The Task's status.tokenHash, which only the
 // operator writes (status subresource), is the record of the one token it minted: the token's
@@ -36,13 +78,13 @@ func (s *Server) authenticate(ctx context.Context, r *http.Request) (*tatarav1.T
 	if !ok {
 		return nil, errorf(http.StatusUnauthorized, "missing bearer token: send Authorization: Bearer <TATARA_TOKEN>")
 	}
-	return s.taskOfToken(ctx, tok)
+	return s.taskOfToken(ctx, tok, sourceAddr(r))
 }
 
 // taskOfToken is the Task an active token belongs to; every other token is a 401 (and a lookup
 // failure a 500). authenticate and the token review share it, so a backend learns exactly what
-// the operator itself would decide.
-func (s *Server) taskOfToken(ctx context.Context, tok string) (*tatarav1.Task, *apiError) {
+// the operator itself would decide. src is the caller's address, which bounds its waits.
+func (s *Server) taskOfToken(ctx context.Context, tok string, src netip.Addr) (*tatarav1.Task, *apiError) {
 	if !token.Valid(tok) {
 		return nil, errorf(http.StatusUnauthorized, "invalid token")
 	}
@@ -50,15 +92,15 @@ func (s *Server) taskOfToken(ctx context.Context, tok string) (*tatarav1.Task, *
 	var tasks tatarav1.TaskList
 	// A token minted a moment ago may not be in the cache yet (its status write still on its
 	// way): look again for a short, bounded while before refusing it. At most
-	// maxTokenGraceWaiters requests wait at once; past that an unknown token is refused at once, so
-	// a flood of bad tokens cannot hold goroutines for the whole grace.
+	// maxTokenGraceWaiters requests wait at once, maxTokenGraceWaitersPerSource from one address;
+	// past that an unknown token is refused at once, so a flood of bad tokens cannot hold goroutines
+	// for the whole grace, nor every place.
 	if err := s.opts.Client.List(ctx, &tasks, client.MatchingFields{index.TaskTokenHash: hash}); err != nil {
 		return nil, errorf(http.StatusInternalServerError, "failed to look up token: %v", err)
 	}
 	if len(tasks.Items) == 0 {
-		select {
-		case s.graceSlots <- struct{}{}:
-			defer func() { <-s.graceSlots }()
+		if release, ok := s.grace.take(src); ok {
+			defer release()
 			deadline := time.Now().Add(tokenCacheGrace)
 			for len(tasks.Items) == 0 && time.Now().Before(deadline) {
 				select {
@@ -70,7 +112,6 @@ func (s *Server) taskOfToken(ctx context.Context, tok string) (*tatarav1.Task, *
 					return nil, errorf(http.StatusInternalServerError, "failed to look up token: %v", err)
 				}
 			}
-		default:
 		}
 	}
 	if len(tasks.Items) != 1 {

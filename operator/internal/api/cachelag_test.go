@@ -5,6 +5,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -177,28 +178,36 @@ func (c *listCounter) List(ctx context.Context, list client.ObjectList, opts ...
 }
 
 // TestUnknownTokenGraceIsBounded: an unknown token is looked up again during the grace while a
-// waiting slot is free, and refused after one lookup when every slot is taken.
+// waiting place is free, and refused after one lookup when every place is taken, or every place
+// its own source address may hold: one pod flooding unknown tokens leaves places for the others.
 func TestUnknownTokenGraceIsBounded(t *testing.T) {
 	f := newFixture(t)
 	unknown := "tatara_" + strings.Repeat("1", 64)
+	const flooder, other = "10.0.0.7:40000", "10.0.0.8:40000"
 	for _, tc := range []struct {
 		name      string
-		slotsFull bool
+		hold      func(g *graceSlots)
+		from      string
 		moreThan1 bool
 	}{
-		{"a slot free: looked up again", false, true},
-		{"every slot taken: refused after one lookup", true, false},
+		{"a place free: looked up again", func(*graceSlots) {}, other, true},
+		{"every place taken: refused after one lookup", func(g *graceSlots) {
+			for i := range cap(g.all) {
+				if _, ok := g.take(netip.AddrFrom4([4]byte{10, 1, byte(i / 250), byte(i % 250)})); !ok {
+					t.Fatalf("place %d refused", i)
+				}
+			}
+		}, other, false},
+		{"its source's places taken: refused after one lookup", holdFrom(flooder), flooder, false},
+		{"another source's places taken: looked up again", holdFrom(flooder), other, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, _ := f.server(t, Options{}, f.running.DeepCopy())
 			counter := &listCounter{Client: s.opts.Client}
 			s.opts.Client = counter
-			if tc.slotsFull {
-				for range cap(s.graceSlots) {
-					s.graceSlots <- struct{}{}
-				}
-			}
+			tc.hold(s.grace)
 			r := httptest.NewRequest(http.MethodGet, "/api/v1/tasks/t", nil)
+			r.RemoteAddr = tc.from
 			r.Header.Set("Authorization", "Bearer "+unknown)
 			w := httptest.NewRecorder()
 			s.Handler().ServeHTTP(w, r)
@@ -209,5 +218,17 @@ func TestUnknownTokenGraceIsBounded(t *testing.T) {
 				t.Errorf("%d cache lookups, want more than one: %v", n, tc.moreThan1)
 			}
 		})
+	}
+}
+
+// holdFrom takes every place one source address may hold.
+func holdFrom(addr string) func(g *graceSlots) {
+	return func(g *graceSlots) {
+		src := netip.MustParseAddrPort(addr).Addr()
+		for range maxTokenGraceWaitersPerSource {
+			if _, ok := g.take(src); !ok {
+				panic("a place of " + addr + " refused")
+			}
+		}
 	}
 }

@@ -98,7 +98,8 @@ func TestOversizedHeadersAreRefused(t *testing.T) {
 func TestLimitsDefaults(t *testing.T) {
 	l := Limits{ReadTimeout: time.Second}.withDefaults()
 	want := Limits{ReadHeaderTimeout: DefaultReadHeaderTimeout, ReadTimeout: time.Second, WriteTimeout: DefaultWriteTimeout,
-		IdleTimeout: DefaultIdleTimeout, HandlerTimeout: DefaultHandlerTimeout, MaxHeaderBytes: DefaultMaxHeaderBytes}
+		IdleTimeout: DefaultIdleTimeout, HandlerTimeout: DefaultHandlerTimeout, MaxHeaderBytes: DefaultMaxHeaderBytes,
+		MaxConnections: DefaultMaxConnections}
 	if l != want {
 		t.Errorf("withDefaults = %+v, want %+v", l, want)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"sync"
 	"time"
@@ -58,7 +59,8 @@ func (r RateLimit) String() string {
 	return fmt.Sprintf("rate limit of %s requests/s (burst %d) per Task", strconv.FormatFloat(r.PerSecond, 'g', -1, 64), r.Burst)
 }
 
-// taskLimiters holds one token bucket per Task.
+// limiters holds one token bucket per key: a Task's UID after authentication (taskLimiters), a
+// source address before it (sourceLimiters).
 //
 // The map stays bounded: its keys are the UIDs of authenticated Tasks only (an unknown or ended
 // token is refused before it reaches a limiter), and once it holds limiterSweepAbove limiters, a
@@ -67,30 +69,41 @@ func (r RateLimit) String() string {
 // default); a new limiter starts full, so dropping an idle one changes no answer, and a Task that
 // is being limited always keeps its limiter. The map is thus at most limiterSweepAbove limiters
 // plus those of Tasks that sent a request within the last Burst/PerSecond and a second.
-type taskLimiters struct {
+type limiters[K comparable] struct {
 	limit RateLimit
 	now   func() time.Time
 
 	mu        sync.Mutex
-	byTask    map[types.UID]*rate.Limiter
+	byKey     map[K]*rate.Limiter
 	lastSweep time.Time
 }
 
-func newTaskLimiters(limit RateLimit, now func() time.Time) *taskLimiters {
-	return &taskLimiters{limit: limit, now: now, byTask: map[types.UID]*rate.Limiter{}}
+// taskLimiters limit each authenticated Task; sourceLimiters each source address, before
+// authentication. Source addresses are pod and node IPs, as bounded as Tasks are.
+type (
+	taskLimiters   = limiters[types.UID]
+	sourceLimiters = limiters[netip.Addr]
+)
+
+func newLimiters[K comparable](limit RateLimit, now func() time.Time) *limiters[K] {
+	return &limiters[K]{limit: limit, now: now, byKey: map[K]*rate.Limiter{}}
 }
 
-// allow takes one token from uid's bucket. Without one it answers false and how long until the
+func newTaskLimiters(limit RateLimit, now func() time.Time) *taskLimiters {
+	return newLimiters[types.UID](limit, now)
+}
+
+// allow takes one token from key's bucket. Without one it answers false and how long until the
 // bucket holds one again.
-func (l *taskLimiters) allow(uid types.UID) (bool, time.Duration) {
+func (l *limiters[K]) allow(key K) (bool, time.Duration) {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	lim, ok := l.byTask[uid]
+	lim, ok := l.byKey[key]
 	if !ok {
 		l.sweep(now)
 		lim = rate.NewLimiter(rate.Limit(l.limit.PerSecond), l.limit.Burst)
-		l.byTask[uid] = lim
+		l.byKey[key] = lim
 	}
 	if lim.AllowN(now, 1) {
 		return true, 0
@@ -101,24 +114,24 @@ func (l *taskLimiters) allow(uid types.UID) (bool, time.Duration) {
 
 // sweep drops idle limiters once there are limiterSweepAbove of them, at most once per
 // limiterSweepInterval. l.mu is held.
-func (l *taskLimiters) sweep(now time.Time) {
-	if len(l.byTask) < limiterSweepAbove || now.Sub(l.lastSweep) < limiterSweepInterval {
+func (l *limiters[K]) sweep(now time.Time) {
+	if len(l.byKey) < limiterSweepAbove || now.Sub(l.lastSweep) < limiterSweepInterval {
 		return
 	}
 	l.lastSweep = now
 	full := float64(l.limit.Burst)
-	for uid, lim := range l.byTask {
+	for key, lim := range l.byKey {
 		if lim.TokensAt(now) >= full {
-			delete(l.byTask, uid)
+			delete(l.byKey, key)
 		}
 	}
 }
 
 // len is the number of limiters held.
-func (l *taskLimiters) len() int {
+func (l *limiters[K]) len() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return len(l.byTask)
+	return len(l.byKey)
 }
 
 // retryAfter is the Retry-After header's value for a wait: whole seconds, rounded up, at least 1
@@ -140,4 +153,48 @@ func (s *Server) rateLimited(w http.ResponseWriter, uid types.UID) *apiError {
 	after := retryAfter(wait)
 	w.Header().Set("Retry-After", after)
 	return errorf(http.StatusTooManyRequests, "%s exceeded: retry after %ss", s.opts.RateLimit, after)
+}
+
+// Defaults of the limit per source address, applied before authentication: every request costs
+// one token, whatever it is (a bad token, a token review, an unknown path), so a pod cannot make
+// the operator authenticate, log or look up without bound. Above the per-Task limit, since a
+// node's address may carry several pods' calls.
+const (
+	DefaultSourceRateLimit = 50
+	DefaultSourceRateBurst = 100
+)
+
+// sourceToolLabel is the tool label of a request refused by the source limit: no route was
+// matched yet.
+const sourceToolLabel = "source_limited"
+
+// sourceLimited answers 429, with Retry-After, to a source address over its limit, before
+// anything else is done for the request; other requests go on to next.
+func (s *Server) sourceLimited(next http.Handler) http.Handler {
+	if s.sources == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		src := sourceAddr(r)
+		ok, wait := s.sources.allow(src)
+		if ok {
+			next.ServeHTTP(w, r)
+			return
+		}
+		after := retryAfter(wait)
+		w.Header().Set("Retry-After", after)
+		writeJSON(w, http.StatusTooManyRequests, errorBody{Error: fmt.Sprintf("rate limit of %s requests/s (burst %d) per source address exceeded: retry after %ss",
+			strconv.FormatFloat(s.opts.SourceRateLimit.PerSecond, 'g', -1, 64), s.opts.SourceRateLimit.Burst, after)})
+		s.count(sourceToolLabel, http.StatusTooManyRequests)
+	})
+}
+
+// sourceAddr is the request's remote address without its port; an address that does not parse
+// shares the zero Addr's bucket.
+func sourceAddr(r *http.Request) netip.Addr {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return netip.Addr{}
+	}
+	return ap.Addr().Unmap()
 }

@@ -8,19 +8,25 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/net/netutil"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"tatara.dev/cli/pkg/redact"
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 	"tatara.dev/operator/internal/metrics"
 )
@@ -44,12 +50,17 @@ const (
 	DefaultHandlerTimeout = 25 * time.Second
 	// DefaultMaxHeaderBytes fits a bearer token and ordinary headers many times over.
 	DefaultMaxHeaderBytes = 16 << 10
+	// DefaultMaxConnections bounds open connections (an idle keep-alive costs about 18 KiB):
+	// far above what the agents of one cluster keep open, and about 18 MiB at most.
+	DefaultMaxConnections = 1024
 )
 
 // Limits bound each connection; a zero field takes its Default* value.
 type Limits struct {
 	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout, HandlerTimeout time.Duration
 	MaxHeaderBytes                                                            int
+	// MaxConnections bounds the connections open at once; more wait to be accepted.
+	MaxConnections int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -65,6 +76,9 @@ func (l Limits) withDefaults() Limits {
 	def(&l.HandlerTimeout, DefaultHandlerTimeout)
 	if l.MaxHeaderBytes <= 0 {
 		l.MaxHeaderBytes = DefaultMaxHeaderBytes
+	}
+	if l.MaxConnections <= 0 {
+		l.MaxConnections = DefaultMaxConnections
 	}
 	return l
 }
@@ -88,18 +102,34 @@ type Options struct {
 	// TLS, when set, makes the server speak HTTPS (TLS.Config); nil is plain HTTP.
 	TLS *tls.Config
 	// RateLimit bounds each Task's requests (429 with Retry-After above it); the zero value is
-	// no limit. The token review is not limited: its callers are backends, not Tasks.
+	// no limit. The token review is not limited by it: its callers are backends, not Tasks.
 	RateLimit RateLimit
+	// SourceRateLimit bounds each source address's requests before authentication, every
+	// route included (429 with Retry-After); the zero value is no limit.
+	SourceRateLimit RateLimit
 }
 
 // Server is the REST API. It implements controller-runtime's manager.Runnable.
 type Server struct {
 	opts Options
 	mux  *http.ServeMux
-	// graceSlots holds one token per request waiting out tokenCacheGrace.
-	graceSlots chan struct{}
+	// grace holds a place per request waiting out tokenCacheGrace.
+	grace *graceSlots
 	// limiters holds each Task's token bucket; nil without a rate limit.
 	limiters *taskLimiters
+	// sources holds each source address's token bucket; nil without a source limit.
+	sources *sourceLimiters
+	// serving is true from the moment the listener accepts until shutdown begins.
+	serving atomic.Bool
+}
+
+// Serving is a readiness check: nil while the REST API accepts requests. An agent pod's calls go
+// to ready operator pods only, so a new pod gets none before its listener is up.
+func (s *Server) Serving(*http.Request) error {
+	if !s.serving.Load() {
+		return errors.New("the REST API is not serving")
+	}
+	return nil
 }
 
 // call is one authenticated request.
@@ -107,6 +137,8 @@ type call struct {
 	w    http.ResponseWriter
 	r    *http.Request
 	task *tatarav1.Task
+	// requestID is the call's Idempotency-Key ("" for none).
+	requestID string
 }
 
 type handler func(ctx context.Context, c *call) (int, any, *apiError)
@@ -166,9 +198,12 @@ func New(opts Options) *Server {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
 	opts.Limits = opts.Limits.withDefaults()
-	s := &Server{opts: opts, mux: http.NewServeMux(), graceSlots: make(chan struct{}, maxTokenGraceWaiters)}
+	s := &Server{opts: opts, mux: http.NewServeMux(), grace: newGraceSlots()}
 	if opts.RateLimit.Enabled() {
 		s.limiters = newTaskLimiters(opts.RateLimit, time.Now)
+	}
+	if opts.SourceRateLimit.Enabled() {
+		s.sources = newLimiters[netip.Addr](opts.SourceRateLimit, time.Now)
 	}
 	for _, rt := range s.routes() {
 		s.mux.Handle(rt.method+" "+rt.path, s.timed(rt.path, s.wrap(rt)))
@@ -197,8 +232,8 @@ func (s *Server) timed(route string, next http.Handler) http.Handler {
 	return promhttp.InstrumentHandlerDuration(obs, next)
 }
 
-// Handler returns the HTTP handler of the API.
-func (s *Server) Handler() http.Handler { return s.mux }
+// Handler returns the HTTP handler of the API: every route behind the per-source limit.
+func (s *Server) Handler() http.Handler { return s.sourceLimited(s.mux) }
 
 // NeedLeaderElection is false: every replica serves the API; all state lives in the API server.
 func (s *Server) NeedLeaderElection() bool { return false }
@@ -216,7 +251,8 @@ func (s *Server) Start(ctx context.Context) error {
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	// The server's own errors (a failed TLS handshake, a handler's panic) go to the JSON log too.
 	l := s.opts.Limits
-	srv := &http.Server{Handler: s.mux, ErrorLog: slog.NewLogLogger(s.opts.Log.Handler(), slog.LevelWarn),
+	ln = netutil.LimitListener(ln, l.MaxConnections)
+	srv := &http.Server{Handler: s.Handler(), ErrorLog: slog.NewLogLogger(s.opts.Log.Handler(), slog.LevelWarn),
 		ReadHeaderTimeout: l.ReadHeaderTimeout, ReadTimeout: l.ReadTimeout, WriteTimeout: l.WriteTimeout,
 		IdleTimeout: l.IdleTimeout, MaxHeaderBytes: l.MaxHeaderBytes}
 	errc := make(chan error, 1)
@@ -231,12 +267,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	} else {
 		go func() { errc <- srv.Serve(ln) }()
 	}
+	s.serving.Store(true)
+	defer s.serving.Store(false)
 	s.opts.Log.Info("serving operator REST API", "addr", ln.Addr().String(), "tls", s.opts.TLS != nil)
 	select {
 	case err := <-errc:
 		return fmt.Errorf("failed to serve REST API on %q: %w", ln.Addr(), err)
 	case <-ctx.Done():
 	}
+	s.serving.Store(false)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
@@ -269,12 +308,14 @@ func (s *Server) wrap(rt route) http.Handler {
 		status, body, task := s.serve(rt, w, r)
 		writeJSON(w, status, body)
 		s.count(rt.tool, status)
-		attrs := []any{"tool", rt.tool, "method", r.Method, "path", r.URL.Path, "code", status, "duration_seconds", time.Since(start).Seconds()}
+		// The path and the error are the caller's text: cut, so a request cannot make its log
+		// line as large as it likes.
+		attrs := []any{"tool", rt.tool, "method", r.Method, "path", redact.Truncate(r.URL.Path), "code", status, "duration_seconds", time.Since(start).Seconds()}
 		if task != nil {
 			attrs = append(attrs, "namespace", task.Namespace, "task", task.Name, "kind", string(task.Spec.Kind))
 		}
 		if e, ok := body.(errorBody); ok {
-			attrs = append(attrs, "error", e.Error)
+			attrs = append(attrs, "error", redact.Truncate(e.Error))
 		}
 		s.opts.Log.Info("api request", attrs...)
 	})
@@ -303,7 +344,11 @@ func (s *Server) serve(rt route, w http.ResponseWriter, r *http.Request) (int, a
 	if !Allowed(task.Spec.Kind, rt.tool) {
 		return http.StatusForbidden, errorBody{Error: fmt.Sprintf("tool %s is not allowed for tasks of kind %q", rt.tool, task.Spec.Kind)}, task
 	}
-	status, body, herr := rt.handler(ctx, &call{w: w, r: r, task: task})
+	id, aerr := requestID(r)
+	if aerr != nil {
+		return aerr.status, errorBody{Error: aerr.msg}, task
+	}
+	status, body, herr := rt.handler(ctx, &call{w: w, r: r, task: task, requestID: id})
 	if herr != nil {
 		return herr.status, errorBody{Error: herr.msg}, task
 	}
@@ -320,5 +365,9 @@ func (s *Server) event(task *tatarav1.Task, reason, action, note string) {
 	if len(note) > maxNote {
 		note = note[:maxNote] + "..."
 	}
-	s.opts.Recorder.Eventf(task, nil, corev1.EventTypeNormal, reason, action, "%s", note)
+	// The Event regards the Task by name and UID only: a reference with the resourceVersion of
+	// each write would make every Event unique, and the events library could not fold a Task's
+	// repeated writes (a note loop) into one series.
+	regarding := &tatarav1.Task{ObjectMeta: metav1.ObjectMeta{Namespace: task.Namespace, Name: task.Name, UID: task.UID}}
+	s.opts.Recorder.Eventf(regarding, nil, corev1.EventTypeNormal, reason, action, "%s", note)
 }

@@ -18,12 +18,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	tataratest "tatara.dev/cli/pkg/testutil"
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 	"tatara.dev/operator/internal/agent"
 	"tatara.dev/operator/internal/index"
 	"tatara.dev/operator/internal/metrics"
 	"tatara.dev/operator/internal/token"
+	tataratest "tatara.dev/testkit/testutil"
 )
 
 const durationMetric = "tatara_operator_http_request_duration_seconds"

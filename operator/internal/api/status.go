@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
@@ -49,17 +50,21 @@ func (s *Server) updateStatus(ctx context.Context, task *tatarav1.Task, mutate f
 	return &latest, aerr
 }
 
-// addActivity records one activity entry and mirrors it as an Event.
-func (s *Server) addActivity(ctx context.Context, task *tatarav1.Task, typ tatarav1.ActivityType, action, text string) *apiError {
+// addActivity records one activity entry of the call with Idempotency-Key requestID ("" for
+// none) and mirrors it as an Event; a retry of a recorded call records nothing again.
+func (s *Server) addActivity(ctx context.Context, task *tatarav1.Task, typ tatarav1.ActivityType, action, text, requestID string) *apiError {
 	now := metav1.Now()
+	added := false
 	t, err := s.updateStatus(ctx, task, func(t *tatarav1.Task) (bool, *apiError) {
-		t.Status.AddActivity(now, typ, text)
-		return true, nil
+		added = t.Status.AddRequestActivity(now, typ, text, requestID)
+		return added, nil
 	})
 	if err != nil {
 		return err
 	}
-	s.event(t, string(typ), action, text)
+	if added {
+		s.event(t, string(typ), action, text)
+	}
 	return nil
 }
 
@@ -68,7 +73,7 @@ func (s *Server) taskNote(ctx context.Context, c *call) (int, any, *apiError) {
 	if err := decodeBody(c.w, c.r, s.opts.MaxBodyBytes, &req); err != nil {
 		return 0, nil, err
 	}
-	if err := s.addActivity(ctx, c.task, tatarav1.ActivityNote, ToolTaskNote, req.Text); err != nil {
+	if err := s.addActivity(ctx, c.task, tatarav1.ActivityNote, ToolTaskNote, req.Text, c.requestID); err != nil {
 		return 0, nil, err
 	}
 	return http.StatusCreated, recorded{Result: resultRecorded}, nil
@@ -79,7 +84,7 @@ func (s *Server) comment(ctx context.Context, c *call) (int, any, *apiError) {
 	if err := decodeBody(c.w, c.r, s.opts.MaxBodyBytes, &req); err != nil {
 		return 0, nil, err
 	}
-	if err := s.addActivity(ctx, c.task, tatarav1.ActivityComment, ToolComment, req.Body); err != nil {
+	if err := s.addActivity(ctx, c.task, tatarav1.ActivityComment, ToolComment, req.Body, c.requestID); err != nil {
 		return 0, nil, err
 	}
 	return http.StatusCreated, recorded{Result: resultRecorded}, nil
@@ -98,7 +103,7 @@ func (s *Server) commentOnIssue(ctx context.Context, c *call) (int, any, *apiErr
 		repo = c.task.Spec.Repo
 	}
 	text := fmt.Sprintf("issue %s#%d: %s", repo, *req.Issue, req.Body)
-	if err := s.addActivity(ctx, c.task, tatarav1.ActivityIssueComment, ToolCommentOnIssue, text); err != nil {
+	if err := s.addActivity(ctx, c.task, tatarav1.ActivityIssueComment, ToolCommentOnIssue, text, c.requestID); err != nil {
 		return 0, nil, err
 	}
 	return http.StatusCreated, recorded{Result: resultRecorded}, nil
@@ -113,17 +118,24 @@ func (s *Server) proposeIssue(ctx context.Context, c *call) (int, any, *apiError
 		return 0, nil, err
 	}
 	now := metav1.Now()
+	replay := false
 	t, err := s.updateStatus(ctx, c.task, func(t *tatarav1.Task) (bool, *apiError) {
+		replay = c.requestID != "" && slices.ContainsFunc(t.Status.Proposals, func(p tatarav1.Proposal) bool { return p.RequestID == c.requestID })
+		if replay {
+			return false, nil
+		}
 		if len(t.Status.Proposals) >= tatarav1.MaxProposals {
 			return false, errorf(http.StatusConflict, "the task already has the maximum of %d proposals", tatarav1.MaxProposals)
 		}
-		t.Status.Proposals = append(t.Status.Proposals, tatarav1.Proposal{Title: req.Title, Body: req.Body, Repo: req.Repo, CreatedAt: now})
-		t.Status.AddActivity(now, tatarav1.ActivityProposal, req.Title)
+		t.Status.Proposals = append(t.Status.Proposals, tatarav1.Proposal{Title: req.Title, Body: req.Body, Repo: req.Repo, CreatedAt: now, RequestID: c.requestID})
+		t.Status.AddRequestActivity(now, tatarav1.ActivityProposal, req.Title, c.requestID)
 		return true, nil
 	})
 	if err != nil {
 		return 0, nil, err
 	}
-	s.event(t, string(tatarav1.ActivityProposal), ToolProposeIssue, req.Title)
+	if !replay {
+		s.event(t, string(tatarav1.ActivityProposal), ToolProposeIssue, req.Title)
+	}
 	return http.StatusCreated, recorded{Result: resultRecorded}, nil
 }

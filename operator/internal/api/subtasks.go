@@ -102,6 +102,15 @@ func (s *Server) subtaskCreate(ctx context.Context, c *call) (int, any, *apiErro
 	if aerr := stillAuthenticated(c.task, &tasks.Items[i]); aerr != nil {
 		return 0, nil, aerr
 	}
+	if c.requestID != "" {
+		// A retry of a call that created its subtask: that subtask, nothing new.
+		if j := slices.IndexFunc(tasks.Items, func(t tatarav1.Task) bool {
+			return t.Annotations[SubtaskRequestAnnotation] == c.requestID &&
+				slices.ContainsFunc(t.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == c.task.UID })
+		}); j >= 0 {
+			return http.StatusCreated, viewOf(&tasks.Items[j]), nil
+		}
+	}
 	if aerr := checkSubtaskLimits(c.task, tasks.Items, p.Spec.MaxActiveTasks); aerr != nil {
 		return 0, nil, aerr
 	}
@@ -109,6 +118,7 @@ func (s *Server) subtaskCreate(ctx context.Context, c *call) (int, any, *apiErro
 		ObjectMeta: metav1.ObjectMeta{
 			GenerateName: subtaskNamePrefix(c.task.Name),
 			Namespace:    c.task.Namespace,
+			Annotations:  requestAnnotation(c.requestID),
 			// Deleting the parent deletes its subtasks; not a controller reference, the
 			// parent's agent does not manage the subtask's pod.
 			OwnerReferences: []metav1.OwnerReference{{
@@ -127,7 +137,7 @@ func (s *Server) subtaskCreate(ctx context.Context, c *call) (int, any, *apiErro
 		return 0, nil, errorf(http.StatusInternalServerError, "failed to create subtask of %q: %v", c.task.Name, err)
 	}
 	if err := s.addActivity(ctx, c.task, tatarav1.ActivitySubtaskCreated, ToolSubtaskCreate,
-		fmt.Sprintf("%s (%s, repo %s)", sub.Name, sub.Spec.Kind, sub.Spec.Repo)); err != nil {
+		fmt.Sprintf("%s (%s, repo %s)", sub.Name, sub.Spec.Kind, sub.Spec.Repo), ""); err != nil {
 		return 0, nil, err
 	}
 	return http.StatusCreated, viewOf(sub), nil
@@ -210,7 +220,7 @@ func (s *Server) subtaskCancel(ctx context.Context, c *call) (int, any, *apiErro
 	if result == resultRecorded {
 		s.event(sub, "CancelRequested", ToolSubtaskCancel, fmt.Sprintf("cancelled by %s: %s", c.task.Name, req.Reason))
 		if err := s.addActivity(ctx, c.task, tatarav1.ActivitySubtaskCancelled, ToolSubtaskCancel,
-			fmt.Sprintf("%s: %s", sub.Name, req.Reason)); err != nil {
+			fmt.Sprintf("%s: %s", sub.Name, req.Reason), ""); err != nil {
 			return 0, nil, err
 		}
 	}

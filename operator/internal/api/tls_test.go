@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	tataratest "tatara.dev/cli/pkg/testutil"
+	tataratest "tatara.dev/testkit/testutil"
 )
 
 // secretDir lays files out as the kubelet mounts a Secret volume: the files live in a

@@ -51,7 +51,7 @@ func (s *Server) tokenReview(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, errorBody{Error: fmt.Sprintf(`invalid token review: want {"token":"<TATARA_TOKEN>"} (at most %d bytes)`, s.opts.MaxBodyBytes)})
 		return
 	}
-	task, aerr := s.taskOfToken(r.Context(), req.Token)
+	task, aerr := s.taskOfToken(r.Context(), req.Token, sourceAddr(r))
 	switch {
 	case aerr != nil && aerr.status == http.StatusUnauthorized:
 		s.count(ToolTokenReview, http.StatusOK)

@@ -38,11 +38,20 @@ func (r *TaskReconciler) cancel(ctx context.Context, task *tatarav1.Task) error 
 }
 
 func (r *TaskReconciler) endCancelled(ctx context.Context, task *tatarav1.Task, reason, msg string) error {
+	return r.endWithPod(ctx, task, tatarav1.PhaseCancelled, reason, msg)
+}
+
+// endFailedWithPod deletes the pod (if any) and ends the Task as Failed.
+func (r *TaskReconciler) endFailedWithPod(ctx context.Context, task *tatarav1.Task, reason, msg string) error {
+	return r.endWithPod(ctx, task, tatarav1.PhaseFailed, reason, msg)
+}
+
+func (r *TaskReconciler) endWithPod(ctx context.Context, task *tatarav1.Task, phase tatarav1.TaskPhase, reason, msg string) error {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: task.Namespace, Name: agent.PodName(task.Name)}}
 	if err := r.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("failed to delete pod %q: %w", pod.Name, err)
 	}
-	r.endTask(task, tatarav1.PhaseCancelled, reason, msg)
+	r.endTask(task, phase, reason, msg)
 	return nil
 }
 

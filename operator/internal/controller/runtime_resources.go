@@ -3,7 +3,9 @@ package controller
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -51,4 +53,26 @@ func runtimeResources(cm *corev1.ConfigMap, res *agent.Resources) error {
 		*dst = r
 	}
 	return nil
+}
+
+// ScrapeIntervalKey of either runtime ConfigMap is the interval at which Prometheus scrapes that
+// chart's container (its PodMonitor's); the charts write it only when monitoring is on. The pod
+// builder derives from it how long the container waits for a final scrape before it exits.
+const ScrapeIntervalKey = "metricsScrapeInterval"
+
+// runtimeScrapeInterval reads ScrapeIntervalKey: 0 when absent, an error naming the ConfigMap
+// and the key when it is not a positive Go duration.
+func runtimeScrapeInterval(cm *corev1.ConfigMap) (time.Duration, error) {
+	raw, ok := cm.Data[ScrapeIntervalKey]
+	if !ok {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(raw)
+	if err == nil && d <= 0 {
+		err = errors.New("not positive")
+	}
+	if err != nil {
+		return 0, fmt.Errorf("configmap %s/%s key %q is not a positive duration such as 30s: %q: %w", cm.Namespace, cm.Name, ScrapeIntervalKey, raw, err)
+	}
+	return d, nil
 }

@@ -3,6 +3,7 @@ package controller
 import (
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -64,6 +65,36 @@ func TestRuntimeResources(t *testing.T) {
 				t.Fatal(err)
 			}
 			tt.check(t, r)
+		})
+	}
+}
+
+func TestRuntimeScrapeInterval(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		data    map[string]string
+		want    time.Duration
+		wantErr string
+	}{
+		{"monitoring off: no key", map[string]string{ImageKey: "x"}, 0, ""},
+		{"the chart's default", map[string]string{ScrapeIntervalKey: "30s"}, 30 * time.Second, ""},
+		{"minutes", map[string]string{ScrapeIntervalKey: "2m"}, 2 * time.Minute, ""},
+		{"no unit", map[string]string{ScrapeIntervalKey: "30"}, 0, `key "metricsScrapeInterval" is not a positive duration such as 30s: "30"`},
+		{"zero", map[string]string{ScrapeIntervalKey: "0s"}, 0, "not positive"},
+		{"negative", map[string]string{ScrapeIntervalKey: "-5s"}, 0, "not positive"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "tatara-system", Name: CLIRuntimeConfigMap}, Data: tt.data}
+			got, err := runtimeScrapeInterval(cm)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.Contains(err.Error(), "tatara-system/"+CLIRuntimeConfigMap) {
+					t.Fatalf("error %v, want one naming the ConfigMap and %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("runtimeScrapeInterval = %v, %v; want %v", got, err, tt.want)
+			}
 		})
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"tatara.dev/cli/pkg/buildinfo"
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 	"tatara.dev/operator/internal/agent"
 	"tatara.dev/operator/internal/index"
@@ -128,6 +129,15 @@ func (r *TaskReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res c
 		return ctrl.Result{}, err
 	}
 
+	// The CRD's enum keeps unknown kinds out, but a rollback leaves a newer CRD (Helm never
+	// downgrades CRDs) in front of this operator, and a kind it cannot map would fail open.
+	if agent.ToolProfileForKind(task.Spec.Kind) == "" {
+		r.setReady(&task, metav1.ConditionFalse, tatarav1.ReasonUnknownKind, fmt.Sprintf(
+			"task kind %q is unknown to this operator (version %s), which would give its agent every tool; no pod is started: upgrade the operator, or delete the Task",
+			task.Spec.Kind, buildinfo.Version))
+		return ctrl.Result{}, nil
+	}
+
 	var project tatarav1.Project
 	if err := r.Get(ctx, types.NamespacedName{Namespace: task.Namespace, Name: task.Spec.ProjectRef.Name}, &project); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -167,6 +177,10 @@ func (r *TaskReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res c
 	}
 	if err != nil || pod == nil {
 		return ctrl.Result{}, err
+	}
+	if sidecar, restarts, ok := restartedSidecar(pod); ok {
+		msg := fmt.Sprintf("sidecar %s of agent pod %s restarted (%d restarts): the agent could have taken its port meanwhile, so the pod was stopped", sidecar, pod.Name, restarts)
+		return ctrl.Result{}, r.endFailedWithPod(ctx, &task, tatarav1.ReasonSidecarRestarted, msg)
 	}
 	r.mirrorPod(&task, pod, retryAllowed(&project, &task))
 	return ctrl.Result{}, nil
@@ -275,13 +289,13 @@ func (r *TaskReconciler) deleteSecret(ctx context.Context, task *tatarav1.Task) 
 // runtimeConfig reads one runtime ConfigMap: its image, and the resources of its containers into
 // res. A missing ConfigMap, a missing image or malformed resources return a reason for the
 // Task's condition (the ConfigMap watch requeues the Task when it changes); other errors none.
-func (r *TaskReconciler) runtimeConfig(ctx context.Context, name string, res *agent.Resources) (string, string, error) {
-	return readRuntimeConfig(ctx, r.Client, r.Config.RuntimeNamespace, name, res)
+func (r *TaskReconciler) runtimeConfig(ctx context.Context, name string, res *agent.Resources, scrapeInterval *time.Duration) (string, string, error) {
+	return readRuntimeConfig(ctx, r.Client, r.Config.RuntimeNamespace, name, res, scrapeInterval)
 }
 
 // readRuntimeConfig is runtimeConfig for any reader: the Task and Project reconcilers share it, so
 // a Project is Ready exactly when its Tasks would find the runtime ConfigMaps usable.
-func readRuntimeConfig(ctx context.Context, c client.Reader, namespace, name string, res *agent.Resources) (string, string, error) {
+func readRuntimeConfig(ctx context.Context, c client.Reader, namespace, name string, res *agent.Resources, scrapeInterval *time.Duration) (string, string, error) {
 	var cm corev1.ConfigMap
 	key := types.NamespacedName{Namespace: namespace, Name: name}
 	if err := c.Get(ctx, key, &cm); err != nil {
@@ -297,6 +311,13 @@ func readRuntimeConfig(ctx context.Context, c client.Reader, namespace, name str
 	if err := runtimeResources(&cm, res); err != nil {
 		return "", tatarav1.ReasonRuntimeConfigInvalid, err
 	}
+	d, err := runtimeScrapeInterval(&cm)
+	if err != nil {
+		return "", tatarav1.ReasonRuntimeConfigInvalid, err
+	}
+	if scrapeInterval != nil {
+		*scrapeInterval = d
+	}
 	return img, "", nil
 }
 
@@ -306,10 +327,11 @@ func (r *TaskReconciler) podConfig(ctx context.Context, task *tatarav1.Task) (ag
 	cfg := agent.Config{OperatorURL: r.Config.OperatorURL, OperatorCABundle: r.Config.OperatorCABundle,
 		MemoryURL: r.Config.MemoryURL, ChatURL: r.Config.ChatURL}
 	for _, rc := range []struct {
-		cm  string
-		dst *string
-	}{{CLIRuntimeConfigMap, &cfg.CLIImage}, {WrapperRuntimeConfigMap, &cfg.WrapperImage}} {
-		img, reason, err := r.runtimeConfig(ctx, rc.cm, &cfg.Resources)
+		cm     string
+		dst    *string
+		scrape *time.Duration
+	}{{CLIRuntimeConfigMap, &cfg.CLIImage, &cfg.CLIScrapeInterval}, {WrapperRuntimeConfigMap, &cfg.WrapperImage, &cfg.WrapperScrapeInterval}} {
+		img, reason, err := r.runtimeConfig(ctx, rc.cm, &cfg.Resources, rc.scrape)
 		if err != nil && reason == "" {
 			return cfg, false, err
 		}

@@ -5,9 +5,11 @@ package manager
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/url"
 	"strings"
 	"time"
@@ -64,6 +66,8 @@ type Options struct {
 	MaxBodyBytes int64
 	// APIRateLimit bounds each Task's REST requests (429 above); the zero value is no limit.
 	APIRateLimit api.RateLimit
+	// APISourceRateLimit bounds each source address's REST requests before authentication.
+	APISourceRateLimit api.RateLimit
 	// Registerer receives the operator's metrics; nil means controller-runtime's registry,
 	// which /metrics serves.
 	Registerer prometheus.Registerer
@@ -103,6 +107,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 	}
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	if err := opts.APISourceRateLimit.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid --api-source-rate-limit/--api-source-rate-burst: %w", err)
 	}
 	if err := opts.APIRateLimit.Validate(); err != nil {
 		return nil, fmt.Errorf("failed to configure the REST API: %w", err)
@@ -166,7 +173,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 	apiOpts := api.Options{
 		Addr: opts.APIAddr, Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: rec,
 		Metrics: m, Log: opts.Log.With("component", "api"), MaxBodyBytes: opts.MaxBodyBytes,
-		RateLimit: opts.APIRateLimit,
+		RateLimit: opts.APIRateLimit, SourceRateLimit: opts.APISourceRateLimit,
 	}
 	if apiTLS != nil {
 		apiOpts.TLS = apiTLS.Config()
@@ -189,10 +196,28 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("failed to add healthz check: %w", err)
 	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+	// Ready means what an agent's call needs: the REST API accepts, and the caches it reads Tasks
+	// and Projects from are synced. A rollout then moves traffic to a new pod only once it
+	// answers.
+	if err := mgr.AddReadyzCheck("rest-api", srv.Serving); err != nil {
+		return nil, fmt.Errorf("failed to add readyz check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("informers", cacheSynced(mgr.GetCache())); err != nil {
 		return nil, fmt.Errorf("failed to add readyz check: %w", err)
 	}
 	return &Operator{Manager: mgr, Metrics: m, API: srv}, nil
+}
+
+// cacheSynced is a readiness check: nil once every informer of c has synced.
+func cacheSynced(c cache.Cache) healthz.Checker {
+	return func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), 100*time.Millisecond)
+		defer cancel()
+		if !c.WaitForCacheSync(ctx) {
+			return errors.New("informer caches are not synced")
+		}
+		return nil
+	}
 }
 
 // loadAPITLS loads the REST API's certificate from dir (nil when dir is empty). The URL agent pods

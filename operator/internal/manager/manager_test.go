@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	tataratest "tatara.dev/cli/pkg/testutil"
 	"tatara.dev/operator/internal/api"
+	tataratest "tatara.dev/testkit/testutil"
 )
 
 // TestLoadAPITLS: no directory is plain HTTP; with one, agent pods must be given an https URL, and

@@ -4,12 +4,9 @@
 package metrics
 
 import (
-	"runtime"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"tatara.dev/cli/pkg/buildinfo"
-	"tatara.dev/operator/internal/version"
 )
 
 // HTTPRequestDurationBuckets are the upper bounds, in seconds, of
@@ -21,13 +18,6 @@ import (
 //     conflict retries) on a busy control plane;
 //   - 30: the caller's timeout; a request slower than that has no one waiting for its answer.
 var HTTPRequestDurationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
-
-// revision is the git commit, stamped by the linker
-// (-X tatara.dev/operator/internal/metrics.revision=...) when the build sets it.
-var revision = ""
-
-// Revision returns the VCS revision the binary was built from (buildinfo.Revision).
-func Revision() string { return buildinfo.Revision(revision) }
 
 // Metrics are the operator's own metrics; controller-runtime adds its reconcile metrics.
 type Metrics struct {
@@ -45,7 +35,7 @@ type Metrics struct {
 	// IntentsRecorded counts intents by tool and result (recorded, idempotent, conflict).
 	IntentsRecorded *prometheus.CounterVec
 	// BuildInfo is always 1; its labels identify the running build.
-	BuildInfo *prometheus.GaugeVec
+	BuildInfo prometheus.Gauge
 }
 
 // NewMetrics creates the metrics and registers them on reg.
@@ -76,14 +66,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "tatara_operator_intents_total",
 			Help: "Intent calls by tool and result (recorded, idempotent, conflict).",
 		}, []string{"intent", "result"}),
-		// The label names are those of tatara_mcp_build_info and tatara_wrapper_build_info too
-		// (docs/architecture.md, "Observability contract"), so the three join on them.
-		BuildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "tatara_operator_build_info",
-			Help: "Always 1; labels carry the operator's version, revision and Go version.",
-		}, []string{"version", "revision", "goversion"}),
+		// One definition for the three components (docs/architecture.md, "Observability contract").
+		BuildInfo: buildinfo.NewGauge("tatara_operator_build_info", "operator"),
 	}
-	m.BuildInfo.WithLabelValues(version.Version, Revision(), runtime.Version()).Set(1)
 	reg.MustRegister(m.Collectors()...)
 	return m
 }

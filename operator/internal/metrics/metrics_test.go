@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	tataratest "tatara.dev/cli/pkg/testutil"
+	tataratest "tatara.dev/testkit/testutil"
 )
 
 func TestMetricsExposition(t *testing.T) {

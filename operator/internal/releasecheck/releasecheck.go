@@ -29,6 +29,8 @@ import (
 	"github.com/prometheus/common/model"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,9 +40,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"tatara.dev/cli/pkg/buildinfo"
 	"tatara.dev/cli/pkg/releasecheck"
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
-	"tatara.dev/operator/internal/version"
 )
 
 // Main runs the check with args (after "release-check") and returns the exit code: 0 when every
@@ -108,7 +110,7 @@ func operatorMain(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return 2
 	}
 	check := OperatorCheck{
-		Namespace: c.namespace, Deployment: *deployment, AppVersion: c.appVersion, Version: version.Version,
+		Namespace: c.namespace, Deployment: *deployment, AppVersion: c.appVersion, Version: buildinfo.Version,
 		Timeout: c.timeout, Interval: 2 * time.Second,
 		APIURL:     fmt.Sprintf("http://%s.%s.svc:%d", *service, c.namespace, *apiPort),
 		MetricsURL: fmt.Sprintf("http://%s.%s.svc:%d", *service, c.namespace, *metricsPort),
@@ -127,6 +129,12 @@ func operatorMain(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}}
 	}
 	kube, _, err := inCluster()
+	if err == nil {
+		check.CRDs, err = inClusterCRDs()
+	}
+	if err == nil {
+		check.WantCRDs, err = BuiltCRDs()
+	}
 	if err != nil {
 		r.Check("the test pod reaches the Kubernetes API", err)
 		return r.Done()
@@ -156,7 +164,7 @@ func projectMain(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	ProjectCheck{
 		Kube: kube, Dynamic: dyn, Namespace: c.namespace, Project: *project,
 		LimitRange: *limitRange, ResourceQuota: *quota, NetworkPolicy: *netpol,
-		AppVersion: c.appVersion, Version: version.Version, Timeout: c.timeout, Interval: 2 * time.Second,
+		AppVersion: c.appVersion, Version: buildinfo.Version, Timeout: c.timeout, Interval: 2 * time.Second,
 	}.Run(ctx, r)
 	return r.Done()
 }
@@ -166,7 +174,7 @@ func inCluster() (kubernetes.Interface, dynamic.Interface, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("no in-cluster config (is the ServiceAccount token mounted?): %w", err)
 	}
-	cfg.UserAgent = "tatara-release-check/" + version.Version
+	cfg.UserAgent = "tatara-release-check/" + buildinfo.Version
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("failed to create a Kubernetes client: %w", err)
@@ -176,6 +184,15 @@ func inCluster() (kubernetes.Interface, dynamic.Interface, error) {
 		return nil, nil, fmt.Errorf("failed to create a dynamic client: %w", err)
 	}
 	return kube, dyn, nil
+}
+
+func inClusterCRDs() (apiextensions.Interface, error) {
+	cfg, err := rest.InClusterConfig()
+	if err != nil {
+		return nil, fmt.Errorf("no in-cluster config (is the ServiceAccount token mounted?): %w", err)
+	}
+	cfg.UserAgent = "tatara-release-check/" + buildinfo.Version
+	return apiextensions.NewForConfig(cfg)
 }
 
 func loadCA(path string) (*x509.CertPool, error) {
@@ -227,7 +244,10 @@ func explain(err error, what string) error {
 
 // OperatorCheck checks a tatara-operator release.
 type OperatorCheck struct {
-	Kube                  kubernetes.Interface
+	Kube kubernetes.Interface
+	// CRDs reads the cluster's CRDs; WantCRDs are this build's (BuiltCRDs).
+	CRDs                  apiextensions.Interface
+	WantCRDs              []apiextensionsv1.CustomResourceDefinition
 	Namespace, Deployment string
 	// APIURL and MetricsURL are the Service's api and metrics ports (scheme://host:port).
 	APIURL, MetricsURL string
@@ -245,6 +265,8 @@ func (c OperatorCheck) Run(ctx context.Context, r *releasecheck.Report) {
 		eventually(ctx, c.Timeout, c.Interval, c.deploymentAvailable))
 	r.Check("the CRDs projects.tatara.dev and tasks.tatara.dev are established and served (tatara.dev/v1alpha1)",
 		eventually(ctx, c.Timeout, c.Interval, c.crdsServed))
+	r.Check("the cluster's CRDs are this operator's: the same versions, every field of every schema",
+		crdsMatch(ctx, c.CRDs, c.WantCRDs))
 	r.Check(fmt.Sprintf("the REST API answers GET %s/healthz with 200 ok", c.APIURL),
 		eventually(ctx, c.Timeout, c.Interval, c.healthz))
 	r.Check(fmt.Sprintf("%s/metrics serves tatara_operator_build_info of the chart's build (version %s)", c.MetricsURL, c.AppVersion),

@@ -17,6 +17,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apiextensionsfake "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/fake"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -171,6 +172,7 @@ func TestOperatorCheck(t *testing.T) {
 			wantFail: []string{
 				"FAIL  deployment tatara-system/tatara-operator is rolled out and Available: deployment tatara-system/tatara-operator does not exist",
 				"FAIL  the CRDs projects.tatara.dev and tasks.tatara.dev are established and served (tatara.dev/v1alpha1)",
+				"FAIL  the cluster's CRDs are this operator's: the same versions, every field of every schema: CRD projects.tatara.dev does not exist",
 				"/healthz with 200 ok: status 503",
 				"has version 0.0.9, want 0.1.0",
 			},
@@ -185,14 +187,25 @@ func TestOperatorCheck(t *testing.T) {
 			apiURL, metricsURL := operatorFixture(t, tt.healthzCode, tt.version)
 			var out bytes.Buffer
 			r := releasecheck.New(&out, "tatara-operator")
+			built, err := BuiltCRDs()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var clusterCRDs []runtime.Object
+			if tt.crds {
+				for i := range built {
+					clusterCRDs = append(clusterCRDs, built[i].DeepCopy())
+				}
+			}
 			OperatorCheck{
-				Kube: kubeWith(t, tt.crds, objs...), Namespace: "tatara-system", Deployment: "tatara-operator",
+				Kube: kubeWith(t, tt.crds, objs...), CRDs: apiextensionsfake.NewClientset(clusterCRDs...), WantCRDs: built,
+				Namespace: "tatara-system", Deployment: "tatara-operator",
 				APIURL: apiURL, MetricsURL: metricsURL, HTTP: http.DefaultClient,
 				AppVersion: "0.1.0", Version: "0.1.0", Timeout: 100 * time.Millisecond, Interval: 10 * time.Millisecond,
 			}.Run(context.Background(), r)
 			code := r.Done()
 			if len(tt.wantFail) == 0 {
-				if code != 0 || !strings.Contains(out.String(), "release-check tatara-operator: 5 checks, 5 passed\n") {
+				if code != 0 || !strings.Contains(out.String(), "release-check tatara-operator: 6 checks, 6 passed\n") {
 					t.Fatalf("exit code %d:\n%s", code, out.String())
 				}
 				return

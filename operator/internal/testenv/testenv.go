@@ -1,11 +1,9 @@
 // Package testenv starts a real kube-apiserver and etcd (controller-runtime envtest) with the
-// operator's CRDs, for the integration tests and the benchmark. The binaries are never
-// downloaded: they come from KUBEBUILDER_ASSETS or the project cache that
-// hack/k8s-binaries.sh fills, and a missing binary is an error, not a skip.
+// operator's CRDs, for the integration tests and the benchmark. The binaries are found by
+// tatara.dev/testkit/envtestassets: never downloaded, and a missing binary is an error, not a skip.
 package testenv
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -16,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"tatara.dev/operator/internal/manager"
+	"tatara.dev/testkit/envtestassets"
 )
 
 // moduleRoot walks up from the working directory to the operator module's go.mod, so the
@@ -38,58 +37,9 @@ func moduleRoot() (string, error) {
 	}
 }
 
-// pinnedVersion reads NAME=value from the repository's hack/versions.env.
-func pinnedVersion(root, name string) (string, error) {
-	path := filepath.Join(root, "..", "hack", "versions.env")
-	f, err := os.Open(path)
-	if err != nil {
-		return "", fmt.Errorf("failed to open %q: %w", path, err)
-	}
-	defer func() { _ = f.Close() }()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), name+"="); ok {
-			return v, nil
-		}
-	}
-	return "", fmt.Errorf("failed to find %s in %q", name, path)
-}
-
-// AssetsDir returns the directory holding kube-apiserver and etcd, or an error that says
-// how to build them.
-func AssetsDir() (string, error) {
-	dir := os.Getenv("KUBEBUILDER_ASSETS")
-	if dir == "" {
-		root, err := moduleRoot()
-		if err != nil {
-			return "", err
-		}
-		// K8S_VERSION selects another supported version, as it does for make and hack/.
-		version := os.Getenv("K8S_VERSION")
-		if version == "" {
-			if version, err = pinnedVersion(root, "KUBERNETES_VERSION"); err != nil {
-				return "", err
-			}
-		}
-		cache := os.Getenv("TATARA_CACHE")
-		if cache == "" {
-			home, err := os.UserHomeDir()
-			if err != nil {
-				return "", fmt.Errorf("failed to find the home directory for the binary cache: %w", err)
-			}
-			cache = filepath.Join(home, ".cache", "tatara")
-		}
-		dir = filepath.Join(cache, "k8s", version, "bin")
-	}
-	for _, bin := range []string{"kube-apiserver", "etcd"} {
-		st, err := os.Stat(filepath.Join(dir, bin))
-		if err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
-			return "", fmt.Errorf("envtest binary %s is missing from %q: build it with `make envtest-assets` "+
-				"(hack/k8s-binaries.sh kube-apiserver etcd) or point KUBEBUILDER_ASSETS at a directory holding kube-apiserver and etcd", bin, dir)
-		}
-	}
-	return dir, nil
-}
+// AssetsDir returns the directory holding kube-apiserver and etcd (testkit/envtestassets, shared
+// with the chart tests).
+func AssetsDir() (string, error) { return envtestassets.Dir() }
 
 // Start starts the control plane with the CRDs from config/crd/bases.
 func Start() (*envtest.Environment, *rest.Config, error) {

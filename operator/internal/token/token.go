@@ -3,7 +3,7 @@
 // REST API hashes the bearer token a caller presents to find its Task by that hash. Tokens are
 // never index keys in clear.
 //
-// A token is Prefix followed by 2*Size lower-case hex characters (tatara_<64 hex>): the shape
+// A token's shape (tatara_<64 hex>) is defined once, in tatara.dev/cli/pkg/tasktoken: the shape
 // alone lets the cli's and the wrapper's log redaction (tatara.dev/cli/pkg/redact) mask a token
 // without knowing its value.
 package token
@@ -15,16 +15,16 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+
+	"tatara.dev/cli/pkg/tasktoken"
 )
 
-// Size is the number of random bytes in a token; New hex-encodes them (2*Size characters).
-const Size = 32
-
-// Prefix starts every token, so a token is recognisable by its shape.
-const Prefix = "tatara_"
-
-// Len is the length of a token: Prefix and 2*Size hex characters.
-const Len = len(Prefix) + 2*Size
+// The token's shape (see tasktoken).
+const (
+	Size   = tasktoken.Size
+	Prefix = tasktoken.Prefix
+	Len    = tasktoken.Len
+)
 
 // New mints a token: Prefix and Size random bytes, hex encoded.
 func New() (string, error) {
@@ -36,18 +36,7 @@ func New() (string, error) {
 }
 
 // Valid reports whether s has the shape of a token New mints.
-func Valid(s string) bool {
-	rest, ok := strings.CutPrefix(s, Prefix)
-	if !ok || len(rest) != 2*Size {
-		return false
-	}
-	for i := 0; i < len(rest); i++ {
-		if c := rest[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
-}
+func Valid(s string) bool { return tasktoken.Valid(s) }
 
 // Hash is the hex SHA-256 of a token: the value recorded in the Task's status.tokenHash.
 func Hash(token string) string {

@@ -4,6 +4,8 @@ import (
 	"encoding/hex"
 	"strings"
 	"testing"
+
+	"tatara.dev/cli/pkg/redact"
 )
 
 func TestNew(t *testing.T) {
@@ -133,5 +135,22 @@ func TestFromAuthorization(t *testing.T) {
 				t.Fatalf("FromAuthorization(%q) = %q, %v; want %q, %v", tt.header, got, ok, tt.want, tt.wantOK)
 			}
 		})
+	}
+}
+
+// TestMintedTokensAreRedacted: what New mints is masked by the log redaction of the cli and the
+// wrapper, wherever it is glued into a line, without its value being known there.
+func TestMintedTokensAreRedacted(t *testing.T) {
+	for range 20 {
+		tok, err := New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range []string{tok, "Authorization: Bearer " + tok, "x" + tok + "y", `{"t":"` + tok + `"}`} {
+			// The zero Redactor knows no value: only the shape can mask the token.
+			if got := (&redact.Redactor{}).String(line); strings.Contains(got, tok[len(Prefix):]) {
+				t.Errorf("Redactor.String(%q) = %q: the token's secret part is still there", line, got)
+			}
+		}
 	}
 }

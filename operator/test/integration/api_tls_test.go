@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"tatara.dev/cli/pkg/testutil"
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 	"tatara.dev/operator/internal/agent"
 	"tatara.dev/operator/internal/api"
 	"tatara.dev/operator/internal/manager"
+	"tatara.dev/testkit/testutil"
 )
 
 // TestRESTAPIOverTLS runs the operator as the chart does with apiTLS.secretName: the REST API

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
+	"tatara.dev/operator/internal/agent"
 )
 
 // TestExtraEnvsCannotRedirectTheAgent: a Project's extraEnvs reach both agent containers last, so
@@ -20,7 +21,7 @@ import (
 func TestExtraEnvsCannotRedirectTheAgent(t *testing.T) {
 	ns := newNamespace(t)
 	secretRef := &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-		LocalObjectReference: corev1.LocalObjectReference{Name: "tatara-agent-victim-token"}, Key: "token"}}
+		LocalObjectReference: corev1.LocalObjectReference{Name: agent.SecretName("victim")}, Key: "token"}}
 	tests := []struct {
 		name    string
 		env     corev1.EnvVar
@@ -35,6 +36,7 @@ func TestExtraEnvsCannotRedirectTheAgent(t *testing.T) {
 		{"a wrapper setting", corev1.EnvVar{Name: "TATARA_WRAPPER_LINGER", Value: "1m"}, ""},
 		{"a model key from a Secret", corev1.EnvVar{Name: "ANTHROPIC_API_KEY", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
 			LocalObjectReference: corev1.LocalObjectReference{Name: "model"}, Key: "key"}}}, ""},
+		{"another Task's token under another name", corev1.EnvVar{Name: "GH_TOKEN", ValueFrom: secretRef}, "may not read a Task's token Secret"},
 		{"a value from a ConfigMap", corev1.EnvVar{Name: "REGION", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
 			LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}, Key: "region"}}}, ""},
 	}
@@ -42,6 +44,36 @@ func TestExtraEnvsCannotRedirectTheAgent(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := &tatarav1.Project{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("env-%d", i), Namespace: ns},
 				Spec: tatarav1.ProjectSpec{Agent: tatarav1.ProjectAgent{ExtraEnvs: []corev1.EnvVar{{Name: "LOG_LEVEL", Value: "debug"}, tt.env}}}}
+			err := k8s.Create(context.Background(), p)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("want accepted, got %v", err)
+			case tt.wantErr != "" && (!apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("want refused with %q, got %v", tt.wantErr, err)
+			}
+		})
+	}
+}
+
+// TestRepoSecretsCannotBeTokenSecrets: a repo's credentials and push Secrets are mounted into the
+// agent pod's workspace-init and git-gateway containers, so neither may name a Task's token Secret
+// (agent.SecretName): a Project author could otherwise have another Task's token sent to any git
+// host as a password.
+func TestRepoSecretsCannotBeTokenSecrets(t *testing.T) {
+	ns := newNamespace(t)
+	tokenSecret := agent.SecretName("victim")
+	for i, tt := range []struct {
+		name    string
+		repo    tatarav1.ProjectRepo
+		wantErr string
+	}{
+		{"credentials", tatarav1.ProjectRepo{Name: "r", URL: "https://git.example.test/r.git", Credentials: &tatarav1.RepoCredentials{SecretName: tokenSecret}}, "may not name a Task's token Secret"},
+		{"push", tatarav1.ProjectRepo{Name: "r", URL: "https://git.example.test/r.git", Push: &tatarav1.RepoPush{SecretName: tokenSecret}}, "may not name a Task's token Secret"},
+		{"a repo Secret", tatarav1.ProjectRepo{Name: "r", URL: "https://git.example.test/r.git", Credentials: &tatarav1.RepoCredentials{SecretName: "git-read"}, Push: &tatarav1.RepoPush{SecretName: "git-push"}}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &tatarav1.Project{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("repo-%d", i), Namespace: ns},
+				Spec: tatarav1.ProjectSpec{Repos: []tatarav1.ProjectRepo{tt.repo}}}
 			err := k8s.Create(context.Background(), p)
 			switch {
 			case tt.wantErr == "" && err != nil:

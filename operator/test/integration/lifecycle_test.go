@@ -239,6 +239,13 @@ func TestPodEndMapsToTaskReason(t *testing.T) {
 					State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled"}}}}
 			})
 		}, tatarav1.ReasonPodFailed, []string{"code 137", "OOMKilled"}},
+		{"cli sidecar restarted", "p", func(t *testing.T, pod *corev1.Pod) {
+			setPodStatus(t, pod, func(s *corev1.PodStatus) {
+				s.Phase = corev1.PodRunning
+				s.InitContainerStatuses = []corev1.ContainerStatus{{Name: agent.CLIContainer, Image: "cli:it", RestartCount: 1,
+					State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}}}
+			})
+		}, tatarav1.ReasonSidecarRestarted, []string{"sidecar cli", "1 restarts", "stopped"}},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -255,6 +262,9 @@ func TestPodEndMapsToTaskReason(t *testing.T) {
 			a := got.Status.CurrentAttempt()
 			if len(got.Status.Attempts) != 1 || a.PodUID != pod.UID || a.Reason != tt.reason || a.FinishedAt == nil {
 				t.Errorf("attempts %+v, want one, of pod %s, ended %s", got.Status.Attempts, pod.UID, tt.reason)
+			}
+			if tt.reason == tatarav1.ReasonSidecarRestarted {
+				eventually(t, 10*time.Second, "the pod of a restarted sidecar deleted", func() error { return podGone(ns, task.Name) })
 			}
 		})
 	}

@@ -23,11 +23,11 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"tatara.dev/cli/pkg/testutil"
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 	"tatara.dev/operator/internal/controller"
 	"tatara.dev/operator/internal/manager"
 	"tatara.dev/operator/internal/testenv"
+	"tatara.dev/testkit/testutil"
 )
 
 const (

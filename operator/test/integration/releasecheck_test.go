@@ -13,14 +13,15 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"tatara.dev/cli/pkg/buildinfo"
 	"tatara.dev/cli/pkg/releasecheck"
 	rc "tatara.dev/operator/internal/releasecheck"
-	"tatara.dev/operator/internal/version"
 )
 
 // TestReleaseCheckAgainstARealOperator runs both release checks against the real API server and a
@@ -73,9 +74,17 @@ func TestReleaseCheckAgainstARealOperator(t *testing.T) {
 		r.Done()
 		return out.String()
 	}
+	crdClient, err := apiextensions.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	built, err := rc.BuiltCRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
 	operatorCheck := rc.OperatorCheck{
-		Kube: kube, Namespace: ns, Deployment: "tatara-operator", APIURL: op.url, MetricsURL: metricsSrv.URL,
-		HTTP: http.DefaultClient, AppVersion: version.Version, Version: version.Version, Timeout: 2 * time.Second, Interval: 100 * time.Millisecond,
+		Kube: kube, CRDs: crdClient, WantCRDs: built, Namespace: ns, Deployment: "tatara-operator", APIURL: op.url, MetricsURL: metricsSrv.URL,
+		HTTP: http.DefaultClient, AppVersion: buildinfo.Version, Version: buildinfo.Version, Timeout: 2 * time.Second, Interval: 100 * time.Millisecond,
 	}
 
 	// envtest runs no controller-manager: the Deployment has no status, so it is not rolled out.
@@ -83,9 +92,10 @@ func TestReleaseCheckAgainstARealOperator(t *testing.T) {
 	for _, want := range []string{
 		"FAIL  deployment " + ns + "/tatara-operator is rolled out and Available: the controller has not observed generation 1 yet",
 		"PASS  the CRDs projects.tatara.dev and tasks.tatara.dev are established and served",
+		"PASS  the cluster's CRDs are this operator's",
 		"PASS  the REST API answers GET " + op.url + "/healthz with 200 ok",
 		"PASS  " + metricsSrv.URL + "/metrics serves tatara_operator_build_info",
-		"release-check chart: 5 checks, 4 passed, 1 FAILED",
+		"release-check chart: 6 checks, 5 passed, 1 FAILED",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("operator check lacks %q:\n%s", want, out)
@@ -97,7 +107,7 @@ func TestReleaseCheckAgainstARealOperator(t *testing.T) {
 	if _, err := kube.AppsV1().Deployments(ns).UpdateStatus(ctx, dep, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if out := run(operatorCheck); !strings.Contains(out, "release-check chart: 5 checks, 5 passed\n") {
+	if out := run(operatorCheck); !strings.Contains(out, "release-check chart: 6 checks, 6 passed\n") {
 		t.Errorf("operator check of a rolled-out operator:\n%s", out)
 	}
 
@@ -112,7 +122,7 @@ func TestReleaseCheckAgainstARealOperator(t *testing.T) {
 	}
 	out = run(rc.ProjectCheck{
 		Kube: kube, Dynamic: dyn, Namespace: ns, Project: "p", LimitRange: "p-limits", NetworkPolicy: "p-agents",
-		AppVersion: version.Version, Version: version.Version, Timeout: 20 * time.Second, Interval: 100 * time.Millisecond,
+		AppVersion: buildinfo.Version, Version: buildinfo.Version, Timeout: 20 * time.Second, Interval: 100 * time.Millisecond,
 	})
 	for _, want := range []string{
 		"PASS  project " + ns + "/p is Ready",

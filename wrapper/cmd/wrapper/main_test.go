@@ -3,11 +3,13 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -16,7 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	tutil "tatara.dev/cli/pkg/testutil"
+	tutil "tatara.dev/testkit/testutil"
 )
 
 // build returns the binaries, built once for the process: the wrapper itself and the stand-in
@@ -291,20 +293,35 @@ tatara_wrapper_internal_issue_total{category="tool_error",severity="error"} 0
 tatara_wrapper_internal_issue_total{category="tool_error",severity="warn"} 0
 tatara_wrapper_internal_issue_total{category="workspace_broken",severity="error"} 0
 tatara_wrapper_internal_issue_total{category="workspace_broken",severity="warn"} 1
-# HELP tatara_wrapper_stream_events_total Agent transcript events processed, by event type (unknown types count as other).
-# TYPE tatara_wrapper_stream_events_total counter
-tatara_wrapper_stream_events_total{type="malformed"} 1
-tatara_wrapper_stream_events_total{type="other"} 1
-tatara_wrapper_stream_events_total{type="queue-operation"} 1
-tatara_wrapper_stream_events_total{type="text"} 3
-tatara_wrapper_stream_events_total{type="tool_result"} 3
-tatara_wrapper_stream_events_total{type="tool_use"} 3
 `
-	if err := testutil.ScrapeAndCompare(base+"/metrics", strings.NewReader(want),
-		"tatara_wrapper_internal_issue_total", "tatara_wrapper_stream_events_total"); err != nil {
+	if err := testutil.ScrapeAndCompare(base+"/metrics", strings.NewReader(want), "tatara_wrapper_internal_issue_total"); err != nil {
 		t.Fatal(err)
 	}
-	if _, body := httpGet(t, base+"/metrics"); !strings.Contains(body, `tatara_wrapper_build_info{`) {
+	// Every event type's series exists, at 0 unless the transcript had one.
+	_, body := httpGet(t, base+"/metrics")
+	var counted []string
+	for _, l := range strings.Split(body, "\n") {
+		if strings.HasPrefix(l, "tatara_wrapper_stream_events_total{") && !strings.HasSuffix(l, "} 0") {
+			counted = append(counted, l)
+		}
+	}
+	wantCounted := []string{
+		`tatara_wrapper_stream_events_total{type="malformed"} 1`,
+		`tatara_wrapper_stream_events_total{type="other"} 1`,
+		`tatara_wrapper_stream_events_total{type="queue-operation"} 1`,
+		`tatara_wrapper_stream_events_total{type="text"} 3`,
+		`tatara_wrapper_stream_events_total{type="tool_result"} 3`,
+		`tatara_wrapper_stream_events_total{type="tool_use"} 3`,
+	}
+	if !slices.Equal(counted, wantCounted) {
+		t.Fatalf("non-zero stream event series = %q, want %q", counted, wantCounted)
+	}
+	for _, zero := range []string{`{type="assistant"} 0`, `{type="thinking"} 0`, `{type="cost-state"} 0`} {
+		if !strings.Contains(body, "tatara_wrapper_stream_events_total"+zero) {
+			t.Errorf("tatara_wrapper_stream_events_total%s is not pre-created", zero)
+		}
+	}
+	if !strings.Contains(body, `tatara_wrapper_build_info{`) {
 		t.Fatal("no build info metric")
 	}
 
@@ -314,6 +331,34 @@ tatara_wrapper_stream_events_total{type="tool_use"} 3
 	}
 	if code := r.wait(t); code != 3 {
 		t.Fatalf("wrapper exit code = %d, want the agent's 3", code)
+	}
+}
+
+// After the agent exits, the wrapper waits for one more scrape from outside the pod, bounded by
+// --scrape-wait. Scrapes over loopback (the agent shares the pod's network) do not end the wait.
+func TestWrapperScrapeWaitIsBounded(t *testing.T) {
+	const bound = 1500 * time.Millisecond
+	r := startWrapper(t, "TATARA_DIRECTIVE=say hi\nexit 0", "TATARA_WRAPPER_SCRAPE_WAIT="+bound.String())
+	base := "http://" + r.waitLog(t, "metrics server listening")["addr"].(string)
+	r.waitLog(t, "waiting for a final metrics scrape")
+	if code, _ := httpGet(t, base+"/metrics"); code != 200 {
+		t.Fatalf("GET /metrics during the wait = %d", code)
+	}
+	if code := r.wait(t); code != 0 {
+		t.Fatalf("wrapper exit code = %d, want 0", code)
+	}
+	final := r.waitLog(t, "final metrics scrape")
+	waited, err := time.ParseDuration(fmt.Sprint(final["waited"]))
+	if err != nil {
+		// slog's JSON handler writes a Duration as nanoseconds.
+		ns, ok := final["waited"].(float64)
+		if !ok {
+			t.Fatalf("final metrics scrape line = %v", final)
+		}
+		waited = time.Duration(ns)
+	}
+	if final["scraped"] != false || waited < bound {
+		t.Fatalf("final metrics scrape line = %v: want scraped=false after the whole %v (a loopback scrape must not count)", final, bound)
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"tatara.dev/cli/pkg/redact"
-	"tatara.dev/cli/pkg/testutil"
+	"tatara.dev/testkit/testutil"
 )
 
 func TestArgs(t *testing.T) {

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"tatara.dev/cli/pkg/agentpod"
 )
 
 // MCPServerName is the key of the cli's MCP server in the config the wrapper writes. The agent CLI
@@ -16,7 +18,7 @@ import (
 const MCPServerName = "tatara"
 
 // DefaultMCPURL is the cli sidecar's streamable HTTP endpoint inside the agent pod.
-const DefaultMCPURL = "http://127.0.0.1:7777/mcp"
+const DefaultMCPURL = agentpod.MCPURL
 
 // MCPConfig is the agent CLI's --mcp-config file format.
 type MCPConfig struct {

@@ -19,8 +19,13 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"tatara.dev/cli/pkg/agentpod"
+	"tatara.dev/cli/pkg/buildinfo"
 	"tatara.dev/cli/pkg/redact"
+	"tatara.dev/cli/pkg/scrapewait"
 	"tatara.dev/wrapper/internal/agent"
 	"tatara.dev/wrapper/internal/metrics"
 	"tatara.dev/wrapper/internal/pid1"
@@ -48,6 +53,7 @@ type Config struct {
 	PollInterval            time.Duration
 	HealthStaleAfter        time.Duration
 	Linger                  time.Duration
+	ScrapeWait              time.Duration
 	LogLevel                slog.Level
 }
 
@@ -69,21 +75,22 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	fs.StringVar(&c.Directive, "directive", getenv("TATARA_DIRECTIVE"), "the agent's prompt (env TATARA_DIRECTIVE)")
 	fs.StringVar(&c.AgentCommand, "agent-command", def("TATARA_AGENT_COMMAND", "claude"), "agent CLI to run (env TATARA_AGENT_COMMAND)")
 	fs.StringVar(&c.MCPURL, "mcp-url", def("TATARA_MCP_URL", agent.DefaultMCPURL), "MCP server URL written into the agent's MCP config (env TATARA_MCP_URL)")
-	fs.StringVar(&c.MetricsAddr, "metrics-addr", def("TATARA_WRAPPER_METRICS_ADDR", ":9090"), "address of /metrics, /healthz, /readyz (env TATARA_WRAPPER_METRICS_ADDR)")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", def("TATARA_WRAPPER_METRICS_ADDR", fmt.Sprintf(":%d", agentpod.WrapperMetricsPort)), "address of /metrics, /healthz, /readyz (env TATARA_WRAPPER_METRICS_ADDR)")
 	fs.StringVar(&c.StateDir, "state-dir", def("TATARA_WRAPPER_STATE_DIR", filepath.Join(os.TempDir(), "tatara-wrapper")), "directory for the MCP config and the agent's config dir (env TATARA_WRAPPER_STATE_DIR)")
 	fs.StringVar(&c.ConfigDir, "claude-config-dir", getenv("TATARA_CLAUDE_CONFIG_DIR"), "agent config dir, CLAUDE_CONFIG_DIR for the agent (default <state-dir>/claude)")
 	fs.StringVar(&c.WorkDir, "workdir", getenv("TATARA_WORKDIR"), "the agent's working directory (default: the wrapper's)")
 	fs.DurationVar(&c.PollInterval, "poll-interval", transcript.DefaultPollInterval, "how often the transcript is checked for new bytes")
 	fs.DurationVar(&c.HealthStaleAfter, "health-stale-after", 30*time.Second, "tailer heartbeat age that fails /healthz")
-	lingerDef := time.Duration(0)
-	if v := getenv("TATARA_WRAPPER_LINGER"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			return c, fmt.Errorf("failed to parse TATARA_WRAPPER_LINGER %q: %w", v, err)
-		}
-		lingerDef = d
+	lingerDef, err := durationEnv(getenv, "TATARA_WRAPPER_LINGER")
+	if err != nil {
+		return c, err
 	}
 	fs.DurationVar(&c.Linger, "linger", lingerDef, "keep serving /metrics this long after the agent exits, or until SIGTERM (env TATARA_WRAPPER_LINGER)")
+	scrapeWaitDef, err := durationEnv(getenv, "TATARA_WRAPPER_SCRAPE_WAIT")
+	if err != nil {
+		return c, err
+	}
+	fs.DurationVar(&c.ScrapeWait, "scrape-wait", scrapeWaitDef, "after the agent exits, keep serving /metrics until they are scraped from outside the pod once more, at most this long (env TATARA_WRAPPER_SCRAPE_WAIT)")
 	level := fs.String("log-level", def("TATARA_WRAPPER_LOG_LEVEL", "info"), "debug, info, warn or error (env TATARA_WRAPPER_LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
 		return c, fmt.Errorf("failed to parse flags %q: %w", strings.Join(args, " "), err)
@@ -99,8 +106,8 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 		return c, errors.New("failed to read directive: TATARA_DIRECTIVE (or --directive) is empty")
 	case c.AgentCommand == "":
 		return c, errors.New("failed to read agent command: TATARA_AGENT_COMMAND (or --agent-command) is empty")
-	case c.PollInterval <= 0 || c.HealthStaleAfter <= 0 || c.Linger < 0:
-		return c, errors.New("failed to validate durations: --poll-interval and --health-stale-after must be > 0, --linger >= 0")
+	case c.PollInterval <= 0 || c.HealthStaleAfter <= 0 || c.Linger < 0 || c.ScrapeWait < 0:
+		return c, errors.New("failed to validate durations: --poll-interval and --health-stale-after must be > 0, --linger and --scrape-wait >= 0")
 	}
 	if c.ConfigDir == "" {
 		c.ConfigDir = filepath.Join(c.StateDir, "claude")
@@ -108,8 +115,18 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	return c, nil
 }
 
-// Version is the wrapper's build version (set with -ldflags -X).
-var Version = "dev"
+// durationEnv parses the duration in the environment variable name; unset is 0.
+func durationEnv(getenv func(string) string, name string) (time.Duration, error) {
+	v := getenv(name)
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("failed to parse %s %q: %w", name, v, err)
+	}
+	return d, nil
+}
 
 // Main runs the wrapper and returns its exit code.
 func Main(args []string, getenv func(string) string, environ []string, stderr io.Writer) int {
@@ -161,12 +178,9 @@ func takePID1Duties(log *slog.Logger) {
 func run(cfg Config, red *redact.Redactor, log *slog.Logger, environ []string) int {
 	takePID1Duties(log)
 	reg := metrics.NewRegistry()
-	m := metrics.NewMetrics(reg, Version)
-	for _, l := range transcript.InternalIssueLabels() {
-		m.InternalIssueTotal.WithLabelValues(l[0], l[1])
-	}
+	m := newMetrics(reg)
+	scrapes := scrapewait.New()
 	sessionID := uuid.NewString()
-
 	tailer := transcript.New(cfg.ConfigDir, sessionID,
 		transcript.WithLogger(log),
 		transcript.WithRedactor(red),
@@ -175,12 +189,12 @@ func run(cfg Config, red *redact.Redactor, log *slog.Logger, environ []string) i
 		transcript.WithPollInterval(cfg.PollInterval),
 	)
 	var ready atomic.Bool
-	srv, err := server.Start(cfg.MetricsAddr, server.Handler(reg, tailer, cfg.HealthStaleAfter, ready.Load), log)
+	srv, err := server.Start(cfg.MetricsAddr, server.Handler(scrapes.Handler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})), tailer, cfg.HealthStaleAfter, ready.Load), log)
 	if err != nil {
 		log.Error("failed to start metrics server", slog.Any("error", err))
 		return ExitSetup
 	}
-	log.Info("metrics server listening", slog.String("addr", srv.Addr()), slog.String("version", Version))
+	log.Info("metrics server listening", slog.String("addr", srv.Addr()), slog.String("version", buildinfo.Version))
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -188,14 +202,9 @@ func run(cfg Config, red *redact.Redactor, log *slog.Logger, environ []string) i
 			log.Warn("metrics server shutdown", slog.Any("error", err))
 		}
 	}()
-
-	mcpConfig := filepath.Join(cfg.StateDir, "mcp-config.json")
-	if err := os.MkdirAll(cfg.ConfigDir, 0o700); err != nil {
-		log.Error("failed to create agent config dir", slog.String("dir", cfg.ConfigDir), slog.Any("error", err))
-		return ExitSetup
-	}
-	if err := agent.WriteMCPConfig(mcpConfig, cfg.MCPURL); err != nil {
-		log.Error("failed to write MCP config", slog.Any("error", err))
+	mcpConfig, err := writeAgentConfig(cfg)
+	if err != nil {
+		log.Error("failed to prepare the agent's configuration", slog.Any("error", err))
 		return ExitSetup
 	}
 
@@ -203,7 +212,6 @@ func run(cfg Config, red *redact.Redactor, log *slog.Logger, environ []string) i
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, forwardedSignals...)
 	defer signal.Stop(sigs)
-
 	proc := &agent.Process{
 		Command: cfg.AgentCommand,
 		Args:    agent.Args(mcpConfig, sessionID, cfg.Directive),
@@ -214,10 +222,48 @@ func run(cfg Config, red *redact.Redactor, log *slog.Logger, environ []string) i
 		Log: log.With(slog.String("session_id", sessionID)),
 		Red: red,
 	}
+	code := runAgent(cfg, log, proc, tailer, sigs, &ready, sessionID, mcpConfig)
+	if code == ExitAgentStart {
+		return code
+	}
+	holdForScrape(cfg, log, scrapes)
+	linger(cfg, log, sigs)
+	return code
+}
+
+// newMetrics registers the wrapper's metrics with every bounded series at 0 from the start, so a
+// scrape before the first event gives increase() its starting point.
+func newMetrics(reg prometheus.Registerer) *metrics.Metrics {
+	m := metrics.NewMetrics(reg)
+	for _, l := range transcript.InternalIssueLabels() {
+		m.InternalIssueTotal.WithLabelValues(l[0], l[1])
+	}
+	for _, l := range transcript.StreamEventLabels() {
+		m.StreamEventsTotal.WithLabelValues(l)
+	}
+	return m
+}
+
+// writeAgentConfig creates the agent's config dir and writes its MCP config, returning the
+// config's path.
+func writeAgentConfig(cfg Config) (string, error) {
+	if err := os.MkdirAll(cfg.ConfigDir, 0o700); err != nil {
+		return "", fmt.Errorf("failed to create agent config dir %q: %w", cfg.ConfigDir, err)
+	}
+	path := filepath.Join(cfg.StateDir, "mcp-config.json")
+	if err := agent.WriteMCPConfig(path, cfg.MCPURL); err != nil {
+		return "", err
+	}
+	return path, nil
+}
+
+// runAgent runs the agent with the transcript tailer beside it, forwards signals to it, and
+// returns its exit code (ExitAgentStart when it never started) once the tailer has read its last
+// line and the run is reported.
+func runAgent(cfg Config, log *slog.Logger, proc *agent.Process, tailer *transcript.Tailer, sigs <-chan os.Signal, ready *atomic.Bool, sessionID, mcpConfig string) int {
 	tailCtx, stopTail := context.WithCancel(context.Background())
 	tailDone := make(chan struct{})
 	go func() { defer close(tailDone); tailer.Run(tailCtx) }()
-
 	if err := proc.Start(); err != nil {
 		stopTail()
 		<-tailDone
@@ -247,28 +293,45 @@ func run(cfg Config, red *redact.Redactor, log *slog.Logger, environ []string) i
 	// The agent is gone: read what it wrote up to its last line.
 	stopTail()
 	<-tailDone
-
 	code := res.ExitCode
 	if waitErr != nil {
 		log.Error("failed to wait for agent", slog.Any("error", waitErr))
 		code = 1
 	}
 	report(log, sessionID, res, code, tailer.Summary(), pid1.ProcessReaper().Orphans())
+	return code
+}
 
-	if cfg.Linger > 0 {
-		log.Info("serving metrics until linger ends or SIGTERM", slog.Duration("linger", cfg.Linger))
-		timer := time.NewTimer(cfg.Linger)
-		defer timer.Stop()
-		for lingering := true; lingering; {
-			select {
-			case <-timer.C:
-				lingering = false
-			case sig := <-sigs:
-				lingering = !endsLinger(sig)
+// holdForScrape holds the exit, once nothing counts any more, until Prometheus has seen the
+// final counts (package scrapewait), bounded by the operator from the chart's scrape interval.
+func holdForScrape(cfg Config, log *slog.Logger, scrapes *scrapewait.Gate) {
+	if cfg.ScrapeWait <= 0 {
+		return
+	}
+	log.Info("waiting for a final metrics scrape", slog.Duration("max", cfg.ScrapeWait))
+	start := time.Now()
+	scraped := scrapes.Wait(context.Background(), cfg.ScrapeWait)
+	log.Info("final metrics scrape", slog.Bool("scraped", scraped), slog.Duration("waited", time.Since(start).Round(time.Millisecond)))
+}
+
+// linger keeps serving metrics for cfg.Linger, or until SIGTERM or SIGINT.
+func linger(cfg Config, log *slog.Logger, sigs <-chan os.Signal) {
+	if cfg.Linger <= 0 {
+		return
+	}
+	log.Info("serving metrics until linger ends or SIGTERM", slog.Duration("linger", cfg.Linger))
+	timer := time.NewTimer(cfg.Linger)
+	defer timer.Stop()
+	for {
+		select {
+		case <-timer.C:
+			return
+		case sig := <-sigs:
+			if endsLinger(sig) {
+				return
 			}
 		}
 	}
-	return code
 }
 
 // report logs the turn summary: how the agent ended, what its transcript showed and how many

@@ -3,6 +3,7 @@ package app
 import (
 	"bytes"
 	"log/slog"
+	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -54,6 +55,8 @@ func TestParseConfig(t *testing.T) {
 		{"no directive", nil, map[string]string{}, nil, "TATARA_DIRECTIVE (or --directive) is empty"},
 		{"blank directive", nil, with("TATARA_DIRECTIVE", "  \n"), nil, "TATARA_DIRECTIVE (or --directive) is empty"},
 		{"bad linger", nil, with("TATARA_WRAPPER_LINGER", "soon"), nil, `failed to parse TATARA_WRAPPER_LINGER "soon"`},
+		{"bad scrape wait", nil, with("TATARA_WRAPPER_SCRAPE_WAIT", "70"), nil, `failed to parse TATARA_WRAPPER_SCRAPE_WAIT "70"`},
+		{"negative scrape wait", []string{"--scrape-wait", "-1s"}, base, nil, "--linger and --scrape-wait >= 0"},
 		{"bad log level", []string{"--log-level", "loud"}, base, nil, `failed to parse log level "loud"`},
 		{"unknown flag", []string{"--nope"}, base, nil, "flag provided but not defined: -nope"},
 		{"stray argument", []string{"extra"}, base, nil, `unexpected argument "extra"`},
@@ -88,5 +91,29 @@ func TestMainMasksTheTokenByShape(t *testing.T) {
 	}
 	if strings.Contains(stderr.String(), tok) || !strings.Contains(stderr.String(), "tatara_[REDACTED]") {
 		t.Fatalf("token not masked by shape: %s", stderr.String())
+	}
+}
+
+// TestMainRefusesATakenMetricsPort: when something else (the agent, which shares the pod's network
+// namespace) holds the metrics port, the wrapper exits ExitSetup before starting the agent, and
+// says which address was taken; it never serves beside a listener that is not its own.
+func TestMainRefusesATakenMetricsPort(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = taken.Close() })
+	var stderr bytes.Buffer
+	code := Main([]string{"--metrics-addr", taken.Addr().String()}, env(map[string]string{"TATARA_DIRECTIVE": "x", "TATARA_CLAUDE_CONFIG_DIR": t.TempDir()}), nil, &stderr)
+	if code != ExitSetup {
+		t.Fatalf("exit code %d, want %d (ExitSetup); stderr:\n%s", code, ExitSetup, stderr.String())
+	}
+	for _, want := range []string{`"msg":"failed to start metrics server"`, taken.Addr().String(), "address already in use"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+		}
+	}
+	if strings.Contains(stderr.String(), `"msg":"agent started"`) {
+		t.Errorf("the agent was started:\n%s", stderr.String())
 	}
 }

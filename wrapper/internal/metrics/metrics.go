@@ -4,8 +4,6 @@
 package metrics
 
 import (
-	"runtime"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -28,12 +26,12 @@ type Metrics struct {
 	// StreamEventsTotal counts transcript events by clamped type.
 	StreamEventsTotal *prometheus.CounterVec
 	// BuildInfo is always 1; its labels say which wrapper build runs.
-	BuildInfo *prometheus.GaugeVec
+	BuildInfo prometheus.Gauge
 }
 
 // NewMetrics builds the metrics and registers them on reg; it panics if a name is already
 // registered there, which is a programming error caught by any test that builds the wrapper.
-func NewMetrics(reg prometheus.Registerer, version string) *Metrics {
+func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		InternalIssueTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: InternalIssueTotalName,
@@ -43,15 +41,10 @@ func NewMetrics(reg prometheus.Registerer, version string) *Metrics {
 			Name: StreamEventsTotalName,
 			Help: "Agent transcript events processed, by event type (unknown types count as other).",
 		}, []string{"type"}),
-		// The label names are those of tatara_mcp_build_info and tatara_operator_build_info too
-		// (docs/architecture.md, "Observability contract"), so the three join on them.
-		BuildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: BuildInfoName,
-			Help: "Always 1; labels carry the wrapper's version, revision and Go version.",
-		}, []string{"version", "revision", "goversion"}),
+		// One definition for the three components (docs/architecture.md, "Observability contract").
+		BuildInfo: buildinfo.NewGauge(BuildInfoName, "wrapper"),
 	}
 	reg.MustRegister(m.InternalIssueTotal, m.StreamEventsTotal, m.BuildInfo)
-	m.BuildInfo.WithLabelValues(version, Revision(), goVersion()).Set(1)
 	return m
 }
 
@@ -65,12 +58,3 @@ func NewRegistry() *prometheus.Registry {
 	)
 	return reg
 }
-
-func goVersion() string { return runtime.Version() }
-
-// revision is the git commit, stamped by the linker
-// (-X tatara.dev/wrapper/internal/metrics.revision=...) when the build sets it.
-var revision = ""
-
-// Revision returns the VCS revision the binary was built from (buildinfo.Revision).
-func Revision() string { return buildinfo.Revision(revision) }

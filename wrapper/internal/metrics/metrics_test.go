@@ -7,12 +7,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	tataratest "tatara.dev/cli/pkg/testutil"
+	tataratest "tatara.dev/testkit/testutil"
 )
 
 func TestMetricsRegistered(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m := NewMetrics(reg, "v1.2.3")
+	m := NewMetrics(reg)
 	m.InternalIssueTotal.WithLabelValues("auth", "warn").Inc()
 	m.StreamEventsTotal.WithLabelValues("tool_use").Add(2)
 
@@ -38,7 +38,7 @@ tatara_wrapper_stream_events_total{type="tool_use"} 2
 			}
 		})
 	}
-	if v := testutil.ToFloat64(m.BuildInfo.WithLabelValues("v1.2.3", Revision(), goVersion())); v != 1 {
+	if v := testutil.ToFloat64(m.BuildInfo); v != 1 {
 		t.Fatalf("build info = %v, want 1", v)
 	}
 	problems, err := testutil.GatherAndLint(reg)
@@ -52,7 +52,7 @@ tatara_wrapper_stream_events_total{type="tool_use"} 2
 
 func TestNewRegistryServesRuntimeMetrics(t *testing.T) {
 	reg := NewRegistry()
-	NewMetrics(reg, "dev")
+	NewMetrics(reg)
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -73,6 +73,6 @@ func TestNewRegistryServesRuntimeMetrics(t *testing.T) {
 // same three names), none of them empty.
 func TestBuildInfoLabels(t *testing.T) {
 	reg := NewRegistry()
-	NewMetrics(reg, "v1.2.3")
+	NewMetrics(reg)
 	tataratest.CheckBuildInfo(t, reg, "tatara_wrapper_build_info")
 }

@@ -9,8 +9,8 @@ import (
 	"fmt"
 	"io"
 
+	"tatara.dev/cli/pkg/buildinfo"
 	"tatara.dev/cli/pkg/releasecheck"
-	"tatara.dev/wrapper/internal/app"
 )
 
 // Main runs the check with args (after "release-check") and returns the exit code: 0 when every
@@ -30,7 +30,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		_, _ = fmt.Fprintf(stderr, "wrapper release-check takes no arguments, got %q\n", fs.Args())
 		return 2
 	}
-	return run(stdout, *chart, *configMap, *dir, *image, *appVersion, app.Version)
+	return run(stdout, *chart, *configMap, *dir, *image, *appVersion, buildinfo.Version)
 }
 
 func run(w io.Writer, chart, configMap, dir, image, appVersion, version string) int {

@@ -13,9 +13,6 @@ import (
 	"net"
 	"net/http"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Heart is the tailer's liveness signal.
@@ -26,11 +23,11 @@ type Heart interface {
 	Running() bool
 }
 
-// Handler returns the mux for the three endpoints. staleAfter is how old a running tailer's
-// heartbeat may get before /healthz fails; ready reports readiness.
-func Handler(g prometheus.Gatherer, heart Heart, staleAfter time.Duration, ready func() bool) http.Handler {
+// Handler returns the mux for the three endpoints: metrics serves /metrics; staleAfter is how old
+// a running tailer's heartbeat may get before /healthz fails; ready reports readiness.
+func Handler(metrics http.Handler, heart Heart, staleAfter time.Duration, ready func() bool) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", metrics)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		if heart != nil && heart.Running() {
 			if age := time.Since(heart.Heartbeat()); age > staleAfter {

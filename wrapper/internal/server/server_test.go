@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"tatara.dev/wrapper/internal/metrics"
 	"tatara.dev/wrapper/internal/transcript"
@@ -32,7 +33,7 @@ func get(t *testing.T, url string) (int, string) {
 
 func start(t *testing.T, g prometheus.Gatherer, heart Heart, stale time.Duration, ready func() bool) string {
 	t.Helper()
-	srv, err := Start("127.0.0.1:0", Handler(g, heart, stale, ready), slog.New(slog.DiscardHandler))
+	srv, err := Start("127.0.0.1:0", Handler(promhttp.HandlerFor(g, promhttp.HandlerOpts{}), heart, stale, ready), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +43,7 @@ func start(t *testing.T, g prometheus.Gatherer, heart Heart, stale time.Duration
 
 func TestEndpoints(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m := metrics.NewMetrics(reg, "test")
+	m := metrics.NewMetrics(reg)
 	m.StreamEventsTotal.WithLabelValues("text").Inc()
 	ready := false
 	base := start(t, reg, nil, time.Second, func() bool { return ready })

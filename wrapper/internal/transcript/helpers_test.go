@@ -11,7 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"tatara.dev/cli/pkg/testutil"
+	"tatara.dev/testkit/testutil"
 )
 
 const testSession = "3f2a9c1e-8d4b-4c6a-9e2f-1a2b3c4d5e6f"

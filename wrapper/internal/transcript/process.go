@@ -7,7 +7,11 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
+	"slices"
 	"strconv"
+
+	"tatara.dev/cli/pkg/redact"
 )
 
 // Event type labels. The set is closed so tatara_wrapper_stream_events_total has bounded
@@ -35,6 +39,17 @@ var recordLabels = map[string]string{
 	"atis-latch": "atis-latch", "tools-used": "tools-used", "last-prompt": "last-prompt", "cost-state": "cost-state",
 }
 
+// StreamEventLabels lists every value of tatara_wrapper_stream_events_total's type label.
+func StreamEventLabels() []string {
+	seen := map[string]bool{labelOther: true, labelMalformed: true}
+	for _, m := range []map[string]string{blockLabels, recordLabels} {
+		for _, l := range m {
+			seen[l] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
 func clampBlockType(s string) string {
 	if l, ok := blockLabels[s]; ok {
 		return l
@@ -52,8 +67,9 @@ func clampRecordType(s string) string {
 // maxResync bounds recovery attempts on one damaged line, so hostile input costs linear time.
 const maxResync = 16
 
-// maxLoggedBytes bounds any transcript-derived string in a log line.
-const maxLoggedBytes = 512
+// maxLoggedBytes bounds any transcript-derived string in a log line: the one cap of every log
+// field of the cli and the wrapper.
+const maxLoggedBytes = redact.MaxAttrBytes
 
 func indexNewline(b []byte) int { return bytes.IndexByte(b, '\n') }
 

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"tatara.dev/cli/pkg/gitserver"
 	ws "tatara.dev/cli/pkg/workspace"
+	"tatara.dev/testkit/gitserver"
 )
 
 // gitEnv isolates a test's git from the machine's configuration.

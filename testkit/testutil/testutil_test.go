@@ -121,7 +121,7 @@ func TestBuildBinary(t *testing.T) {
 		wantErr              []string // substrings of the failure; nil: the build succeeds
 	}{
 		{name: "relative package", moduleDir: ".", pkg: "./testdata/hello", wantName: "hello"},
-		{name: "import path", moduleDir: ".", pkg: "tatara.dev/cli/pkg/testutil/testdata/hello", wantName: "hello"},
+		{name: "import path", moduleDir: ".", pkg: "tatara.dev/testkit/testutil/testdata/hello", wantName: "hello"},
 		{name: "package directory itself", moduleDir: "testdata/hello", pkg: ".", wantName: "hello"},
 		{name: "does not compile", moduleDir: ".", pkg: "./testdata/broken",
 			wantErr: []string{"failed to build ./testdata/broken in " + mustAbs(t, "."), "go build -o", "exit status 1", `cannot use "not an int"`}},
@@ -221,7 +221,7 @@ func TestRemoveBinaries(t *testing.T) {
 
 func TestWorkspaceDir(t *testing.T) {
 	dir := WorkspaceDir(t)
-	for _, f := range []string{"go.work", "cli/go.mod", "cli/pkg/testutil/testutil.go"} {
+	for _, f := range []string{"go.work", "cli/go.mod", "testkit/testutil/testutil.go"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("WorkspaceDir = %s, lacks %s: %v", dir, f, err)
 		}

@@ -1,4 +1,4 @@
-package testenv
+package envtestassets
 
 import (
 	"os"
@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-func TestAssetsDir(t *testing.T) {
+func TestDir(t *testing.T) {
 	full := t.TempDir()
 	for _, bin := range []string{"kube-apiserver", "etcd"} {
 		if err := os.WriteFile(filepath.Join(full, bin), []byte("#!/bin/sh\n"), 0o755); err != nil {
@@ -32,10 +32,10 @@ func TestAssetsDir(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Setenv("KUBEBUILDER_ASSETS", tt.dir)
-			got, err := AssetsDir()
+			got, err := Dir()
 			if tt.wantErr == "" {
 				if err != nil || got != tt.dir {
-					t.Fatalf("AssetsDir() = %q, %v", got, err)
+					t.Fatalf("Dir() = %q, %v", got, err)
 				}
 				return
 			}
@@ -46,20 +46,20 @@ func TestAssetsDir(t *testing.T) {
 	}
 }
 
-func TestAssetsDirDefaultsToTheVersionedCache(t *testing.T) {
+func TestDirDefaultsToTheVersionedCache(t *testing.T) {
 	t.Setenv("KUBEBUILDER_ASSETS", "")
 	t.Setenv("K8S_VERSION", "")
 	cache := t.TempDir()
 	t.Setenv("TATARA_CACHE", cache)
-	_, err := AssetsDir()
+	_, err := Dir()
 	if err == nil {
 		t.Fatal("an empty cache must be an error")
 	}
-	root, rerr := moduleRoot()
+	root, rerr := repoRoot()
 	if rerr != nil {
 		t.Fatal(rerr)
 	}
-	version, verr := pinnedVersion(root, "KUBERNETES_VERSION")
+	version, verr := pinned(filepath.Join(root, "hack", "versions.env"), "KUBERNETES_VERSION")
 	if verr != nil || !strings.HasPrefix(version, "v1.") {
 		t.Fatalf("pinned KUBERNETES_VERSION %q, %v", version, verr)
 	}
@@ -68,13 +68,13 @@ func TestAssetsDirDefaultsToTheVersionedCache(t *testing.T) {
 	}
 }
 
-// TestAssetsDirFollowsK8SVersion: K8S_VERSION (make's variable) picks another version's cache.
-func TestAssetsDirFollowsK8SVersion(t *testing.T) {
+// TestDirFollowsK8SVersion: K8S_VERSION (make's variable) picks another version's cache.
+func TestDirFollowsK8SVersion(t *testing.T) {
 	t.Setenv("KUBEBUILDER_ASSETS", "")
 	t.Setenv("K8S_VERSION", "v1.34.4")
 	cache := t.TempDir()
 	t.Setenv("TATARA_CACHE", cache)
-	_, err := AssetsDir()
+	_, err := Dir()
 	if want := filepath.Join(cache, "k8s", "v1.34.4", "bin"); err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("error %v should name %s", err, want)
 	}

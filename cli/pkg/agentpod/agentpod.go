@@ -1,0 +1,24 @@
+// Package agentpod is the agent pod's network contract: where each container listens inside the
+// pod. The operator's pod builder passes these addresses and probes these ports, the cli and the
+// wrapper default to them, and the wrapper points the agent's MCP config at MCPURL; one
+// definition, so the three cannot drift apart.
+package agentpod
+
+const (
+	// MCPListen is the cli sidecar's streamable HTTP MCP endpoint: loopback, the pod's only.
+	MCPListen = "127.0.0.1:7777"
+	// MCPPath is the endpoint's path.
+	MCPPath = "/mcp"
+	// MCPURL is what the agent CLI connects to.
+	MCPURL = "http://" + MCPListen + MCPPath
+
+	// GitGatewayListen is the git gateway sidecar's address; the agent's origin remote is
+	// GitGatewayURL.
+	GitGatewayListen = "127.0.0.1:7778"
+	GitGatewayURL    = "http://" + GitGatewayListen + "/"
+
+	// The ports Prometheus scrapes and the kubelet probes, on every interface of the pod.
+	WrapperMetricsPort   = 9090
+	CLIMetricsPort       = 9091
+	GitGatewayHealthPort = 9092
+)

@@ -1,0 +1,164 @@
+package agent
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	tatarav1 "tatara.dev/operator/api/v1alpha1"
+)
+
+// containerSecurityContext satisfies the restricted Pod Security Standard.
+func containerSecurityContext() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		RunAsNonRoot:             ptr.To(true),
+		RunAsUser:                ptr.To(NonRootUID),
+		RunAsGroup:               ptr.To(NonRootUID),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+// cliContainer is the cli native sidecar: `tatara mcp` serving the agent's tools, with the Task
+// token.
+func cliContainer(task *tatarav1.Task, project *tatarav1.Project, cfg Config, resources corev1.ResourceRequirements) corev1.Container {
+	return corev1.Container{
+		Name:          CLIContainer,
+		Image:         cfg.CLIImage,
+		Command:       []string{"tatara"},
+		Args:          cliArgs(cfg),
+		RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways),
+		Env:           Env(task, project, cfg),
+		Ports:         []corev1.ContainerPort{{Name: "cli-metrics", ContainerPort: CLIMetricsPort, Protocol: corev1.ProtocolTCP}},
+		// The wrapper starts only once the cli's metrics port answers, i.e. the MCP server is up.
+		StartupProbe: &corev1.Probe{
+			ProbeHandler:     corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intOrPort(CLIMetricsPort)}},
+			PeriodSeconds:    1,
+			FailureThreshold: 60,
+		},
+		SecurityContext: containerSecurityContext(),
+		Resources:       resources,
+		VolumeMounts:    []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}},
+	}
+}
+
+// cliArgs runs `tatara mcp` on the pod's MCP and metrics ports; with monitoring on, it waits for
+// a final scrape before it exits.
+func cliArgs(cfg Config) []string {
+	args := []string{"mcp", "--transport", "http", "--listen", MCPListen, "--metrics-addr", fmt.Sprintf(":%d", CLIMetricsPort)}
+	if w := ScrapeWait(cfg.CLIScrapeInterval); w > 0 {
+		args = append(args, "--scrape-wait", w.String())
+	}
+	return args
+}
+
+// workspaceInit is the init container that clones the Task's repo into the workspace with the
+// wrapper's `workspace-init` (it needs git, so it runs in the agent image). It alone mounts the
+// repo's credentials and a private scratch dir (git's HOME, the ssh key's copy); on failure it
+// writes the classified reason to its termination message, which the controller turns into the
+// Task's WorkspaceFailed condition.
+func workspaceInit(task *tatarav1.Task, project *tatarav1.Project, repo *tatarav1.ProjectRepo, image, wrapperBinary string) (corev1.Container, []corev1.Volume) {
+	ref := task.Spec.Ref
+	if ref == "" {
+		ref = repo.DefaultBranch
+	}
+	depth, timeout := int32(DefaultCloneDepth), int32(DefaultCloneTimeoutSeconds)
+	if d := project.Spec.Workspace.CloneDepth; d != nil {
+		depth = *d
+	}
+	if t := project.Spec.Workspace.TimeoutSeconds; t > 0 {
+		timeout = t
+	}
+	args := []string{
+		"workspace-init",
+		"--url=" + repo.URL,
+		"--ref=" + ref,
+		fmt.Sprintf("--depth=%d", depth),
+		fmt.Sprintf("--timeout=%ds", timeout),
+		"--dir=" + RepoDir(repo.Name),
+		"--scratch-dir=/tmp",
+		"--author-name=Tatara agent (" + task.Name + ")",
+		"--author-email=" + task.Name + "@" + project.Name + ".tasks.tatara.invalid",
+	}
+	mounts := []corev1.VolumeMount{
+		{Name: "workspace", MountPath: WorkspaceDir},
+		{Name: "workspace-scratch", MountPath: "/tmp"},
+	}
+	if strings.HasPrefix(wrapperBinary, WrapperDir+"/") {
+		mounts = append(mounts, corev1.VolumeMount{Name: "tatara-bin", MountPath: WrapperDir, ReadOnly: true})
+	}
+	volumes := []corev1.Volume{{Name: "workspace-scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+		Medium: corev1.StorageMediumMemory, SizeLimit: ptr.To(resource.MustParse("16Mi")),
+	}}}}
+	if repo.Credentials != nil {
+		args = append(args, "--credentials-dir="+CredentialsDir, "--credentials-secret="+repo.Credentials.SecretName)
+		mounts = append(mounts, corev1.VolumeMount{Name: "git-credentials", MountPath: CredentialsDir, ReadOnly: true})
+		// Optional: a missing Secret is reported by workspace-init as CredentialsInvalid, naming
+		// it, instead of a pod stuck on a failed mount.
+		volumes = append(volumes, corev1.Volume{Name: "git-credentials", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: repo.Credentials.SecretName, DefaultMode: ptr.To(int32(0o440)), Optional: ptr.To(true),
+		}}})
+	}
+	if repo.Push != nil {
+		args = append(args, "--push-url="+GitGatewayURL, "--branch="+PushBranch(task))
+	}
+	return corev1.Container{
+		Name:                     WorkspaceInitContainer,
+		Image:                    image,
+		Command:                  []string{wrapperBinary},
+		Args:                     args,
+		WorkingDir:               "/tmp",
+		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+		SecurityContext:          containerSecurityContext(),
+		VolumeMounts:             mounts,
+	}, volumes
+}
+
+// gitGateway is the native sidecar through which the agent pushes (`tatara git-gateway` from the
+// cli image): it alone mounts the push credential and forwards only ref updates under the Task's
+// branch to the repo's URL.
+func gitGateway(task *tatarav1.Task, repo *tatarav1.ProjectRepo, cfg Config) (corev1.Container, corev1.Volume) {
+	return corev1.Container{
+			Name:    GitGatewayContainer,
+			Image:   cfg.CLIImage,
+			Command: []string{"tatara"},
+			Args: []string{
+				"git-gateway",
+				"--listen=" + GitGatewayListen,
+				"--upstream=" + repo.URL,
+				"--token-file=" + path.Join(PushCredentialsDir, "token"),
+				"--branch-prefix=" + PushBranch(task),
+				fmt.Sprintf("--metrics-addr=:%d", GitGatewayHealthPort),
+			},
+			RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways),
+			Ports:         []corev1.ContainerPort{{Name: "git-gw-metrics", ContainerPort: GitGatewayHealthPort, Protocol: corev1.ProtocolTCP}},
+			// A readiness probe, not a startup probe: a native sidecar's startup probe holds back
+			// every container after it, and the agent needs the gateway only when it pushes, long
+			// after it started. Waiting for it cost 2 to 8 s of every start in e2e.
+			ReadinessProbe: &corev1.Probe{
+				ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intOrPort(GitGatewayHealthPort)}},
+				PeriodSeconds: 5,
+			},
+			SecurityContext: containerSecurityContext(),
+			VolumeMounts:    []corev1.VolumeMount{{Name: "git-push", MountPath: PushCredentialsDir, ReadOnly: true}},
+		}, corev1.Volume{Name: "git-push", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: repo.Push.SecretName, DefaultMode: ptr.To(int32(0o440)),
+		}}}
+}
+
+// runtimeClassName is the Project's sandboxed runtime (gVisor, Kata), or nil for the default.
+func runtimeClassName(project *tatarav1.Project) *string {
+	if project.Spec.Agent.RuntimeClassName == "" {
+		return nil
+	}
+	return ptr.To(project.Spec.Agent.RuntimeClassName)
+}
+
+func intOrPort(p int32) intstr.IntOrString { return intstr.FromInt32(p) }

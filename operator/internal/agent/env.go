@@ -1,0 +1,100 @@
+package agent
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"tatara.dev/cli/pkg/profiles"
+	tatarav1 "tatara.dev/operator/api/v1alpha1"
+)
+
+// ToolProfileForKind is the cli tool profile of a Task kind (TATARA_TOOL_PROFILE): the cli
+// catalog's table, profiles.ForKind. An unknown kind yields "" and the cli then fails open;
+// healthCheck Tasks are kind brainstorm and share its profile.
+func ToolProfileForKind(kind tatarav1.TaskKind) string { return profiles.ForKind(string(kind)) }
+
+// TokenEnv is the cli's variable for the Task token; only the cli container gets it.
+const TokenEnv = "TATARA_TOKEN"
+
+// OperatorCABundleEnv is the cli's variable for the REST API's CA (PEM). It is public, but only
+// the cli calls the operator, so only the cli container gets it. An env var rather than a mounted
+// Secret: the CA's Secret is in the operator's namespace, not the Task's.
+const OperatorCABundleEnv = "TATARA_OPERATOR_CA_BUNDLE"
+
+// Env returns the cli container's env, in the contract's order: the eight Tatara variables (nine
+// with TATARA_OPERATOR_CA_BUNDLE, after the token, when the operator has a CA), TATARA_TOOL_PROFILE
+// last of them, then project.spec.agent.extraEnvs. The order matters: the kubelet keeps the later
+// of two same-named entries, so an extra can override the profile (docs/architecture.md, The agent
+// pod). TATARA_TOKEN is a secretKeyRef to the Task's token Secret; the wrapper container, where
+// the agent runs, gets the same env without it and without the CA bundle.
+func Env(task *tatarav1.Task, project *tatarav1.Project, cfg Config) []corev1.EnvVar {
+	env := []corev1.EnvVar{
+		{Name: "TATARA_PROJECT", Value: project.Name},
+		{Name: "TATARA_TASK", Value: task.Name},
+		{Name: "TATARA_TASK_KIND", Value: string(task.Spec.Kind)},
+		{Name: "TATARA_OPERATOR_URL", Value: cfg.OperatorURL},
+		{Name: "TATARA_MEMORY_URL", Value: cfg.MemoryURL},
+		{Name: "TATARA_CHAT_URL", Value: cfg.ChatURL},
+		{Name: TokenEnv, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: SecretName(task.Name)},
+			Key:                  TokenKey,
+		}}},
+	}
+	if cfg.OperatorCABundle != "" {
+		env = append(env, corev1.EnvVar{Name: OperatorCABundleEnv, Value: cfg.OperatorCABundle})
+	}
+	env = append(env, corev1.EnvVar{Name: "TATARA_TOOL_PROFILE", Value: ToolProfileForKind(task.Spec.Kind)})
+	return append(env, project.Spec.Agent.ExtraEnvs...)
+}
+
+// wrapperEnv is Env without TATARA_TOKEN and the CA bundle, with the wrapper's own variables
+// inserted before the extras, so the extras stay last for the wrapper too. The agent runs
+// arbitrary code in the wrapper's container and can read the wrapper's /proc/<pid>/environ: the
+// token stays in the cli sidecar, which makes the agent's operator calls for it.
+func wrapperEnv(task *tatarav1.Task, project *tatarav1.Project, cfg Config) []corev1.EnvVar {
+	common := Env(task, project, cfg)
+	n := len(common) - len(project.Spec.Agent.ExtraEnvs)
+	env := make([]corev1.EnvVar, 0, len(common)+5)
+	for _, e := range common[:n] {
+		if e.Name != TokenEnv && e.Name != OperatorCABundleEnv {
+			env = append(env, e)
+		}
+	}
+	if w := ScrapeWait(cfg.WrapperScrapeInterval); w > 0 {
+		env = append(env, corev1.EnvVar{Name: WrapperScrapeWaitEnv, Value: w.String()})
+	}
+	env = append(env,
+		corev1.EnvVar{Name: "TATARA_DIRECTIVE", Value: task.Spec.Directive},
+		corev1.EnvVar{Name: "TATARA_AGENT_COMMAND", Value: AgentCommand(project)},
+		// The root filesystem is read-only; the agent keeps its config under a writable HOME.
+		corev1.EnvVar{Name: "HOME", Value: HomeDir},
+		corev1.EnvVar{Name: ToolSearchEnv, Value: string(ToolSearch(project))},
+	)
+	if repo := project.Repo(task.Spec.Repo); repo != nil && repo.Push != nil {
+		env = append(env, corev1.EnvVar{Name: PushBranchEnv, Value: PushBranch(task)})
+	}
+	return append(env, common[n:]...)
+}
+
+// ToolSearchEnv is the agent CLI's variable for its tool-search mode.
+const ToolSearchEnv = "ENABLE_TOOL_SEARCH"
+
+// ToolSearch is the Project's tool-search mode; unset (an object written before the field had a
+// default) is ToolSearchOff.
+func ToolSearch(project *tatarav1.Project) tatarav1.ToolSearchMode {
+	if project.Spec.Agent.ToolSearch == "" {
+		return tatarav1.ToolSearchOff
+	}
+	return project.Spec.Agent.ToolSearch
+}
+
+// AgentCommand is the agent binary the wrapper runs for this Project: its path inside the
+// agent image, or `claude` on the wrapper image's PATH when the Project names no agent image.
+func AgentCommand(project *tatarav1.Project) string {
+	if project.Spec.Agent.Image == "" {
+		return DefaultAgentCommand
+	}
+	if p := project.Spec.Agent.BinaryPath; p != "" {
+		return p
+	}
+	return DefaultBinaryPath
+}

@@ -1,0 +1,75 @@
+package integration
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
+
+	tatarav1 "tatara.dev/operator/api/v1alpha1"
+)
+
+// TestReconcilesObjectsOfReleasedVersions: the objects each released operator version stored
+// (testdata/released/<version>, written as that release wrote them, status included) are
+// accepted by today's CRDs and reconciled by today's operator: a pending Task gets its pod, a
+// finished one keeps its status. This is what lets a pipeline upgrade a cluster full of Tasks.
+// A release whose objects change shape adds its own directory.
+func TestReconcilesObjectsOfReleasedVersions(t *testing.T) {
+	releases, err := filepath.Glob(filepath.Join("testdata", "released", "*"))
+	if err != nil || len(releases) == 0 {
+		t.Fatalf("no released versions under testdata/released (%v)", err)
+	}
+	startOperator(t)
+	for _, dir := range releases {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			ns := newNamespace(t)
+			ctx := context.Background()
+			var finished []*unstructured.Unstructured
+			for _, file := range []string{"project.yaml", "tasks.yaml"} {
+				raw, err := os.ReadFile(filepath.Join(dir, file))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, doc := range strings.Split(string(raw), "\n---\n") {
+					var obj map[string]any
+					if err := yaml.Unmarshal([]byte(doc), &obj); err != nil || obj == nil {
+						t.Fatalf("%s: %v", file, err)
+					}
+					u := &unstructured.Unstructured{Object: obj}
+					status, hasStatus := obj["status"]
+					delete(obj, "status")
+					u.SetNamespace(ns)
+					if err := k8s.Create(ctx, u); err != nil {
+						t.Fatalf("today's CRD refuses %s %s of %s: %v", u.GetKind(), u.GetName(), filepath.Base(dir), err)
+					}
+					if hasStatus {
+						u.Object["status"] = status
+						if err := k8s.Status().Update(ctx, u); err != nil {
+							t.Fatalf("today's CRD refuses the status of %s %s of %s: %v", u.GetKind(), u.GetName(), filepath.Base(dir), err)
+						}
+						finished = append(finished, u.DeepCopy())
+					}
+				}
+			}
+			waitPod(t, ns, "released-pending")
+			for _, want := range finished {
+				var got tatarav1.Task
+				if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: want.GetName()}, &got); err != nil {
+					t.Fatal(err)
+				}
+				phase, _, _ := unstructured.NestedString(want.Object, "status", "phase")
+				intent, _, _ := unstructured.NestedString(want.Object, "status", "outcome", "intent")
+				if string(got.Status.Phase) != phase || got.Status.Outcome == nil || got.Status.Outcome.Intent != intent ||
+					len(got.Status.Attempts) != 1 || len(got.Status.Activity) != 3 {
+					t.Errorf("task %s of %s: status %+v, want it as stored (phase %s, outcome %s, 1 attempt, 3 activity entries)",
+						want.GetName(), filepath.Base(dir), got.Status, phase, intent)
+				}
+			}
+		})
+	}
+}
