@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -15,6 +18,12 @@ import (
 
 // Status writes: every recorded call re-reads the Task, changes its status through the API
 // server (retrying on conflicts) and mirrors the change as an Event.
+
+// statusConflictBackoff spreads the re-read-and-write attempts over about 1.5 s (10 tries, well
+// inside the handler timeout): during an operator rollout two replicas' controllers and the agent's
+// own calls write the same Task, and the client-go default (5 tries within ~50 ms) ran out there
+// and failed agents' task_note calls. No Cap: reaching a Backoff's Cap ends its steps.
+var statusConflictBackoff = wait.Backoff{Steps: 10, Duration: 20 * time.Millisecond, Factor: 1.5, Jitter: 0.5}
 
 type recorded struct {
 	Result string `json:"result"`
@@ -26,7 +35,7 @@ type recorded struct {
 func (s *Server) updateStatus(ctx context.Context, task *tatarav1.Task, mutate func(*tatarav1.Task) (bool, *apiError)) (*tatarav1.Task, *apiError) {
 	var aerr *apiError
 	var latest tatarav1.Task
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err := retry.RetryOnConflict(statusConflictBackoff, func() error {
 		aerr = nil
 		if err := s.opts.APIReader.Get(ctx, client.ObjectKeyFromObject(task), &latest); err != nil {
 			return err
@@ -44,6 +53,11 @@ func (s *Server) updateStatus(ctx context.Context, task *tatarav1.Task, mutate f
 		}
 		return s.opts.Client.Status().Update(ctx, &latest)
 	})
+	if apierrors.IsConflict(err) {
+		// Still contended after the backoff: a 503 is what the cli retries (with the call's
+		// Idempotency-Key, so the retry records nothing twice).
+		return nil, errorf(http.StatusServiceUnavailable, "task %q is being written by others, retry: %v", task.Name, err)
+	}
 	if err != nil {
 		return nil, errorf(http.StatusInternalServerError, "failed to update status of task %q: %v", task.Name, err)
 	}
