@@ -19,11 +19,11 @@ import (
 // Status writes: every recorded call re-reads the Task, changes its status through the API
 // server (retrying on conflicts) and mirrors the change as an Event.
 
-// statusConflictBackoff spreads the re-read-and-write attempts over about 1.5 s (10 tries, well
-// inside the handler timeout): during an operator rollout two replicas' controllers and the agent's
-// own calls write the same Task, and the client-go default (5 tries within ~50 ms) ran out there
-// and failed agents' task_note calls. No Cap: reaching a Backoff's Cap ends its steps.
-var statusConflictBackoff = wait.Backoff{Steps: 10, Duration: 20 * time.Millisecond, Factor: 1.5, Jitter: 0.5}
+// conflictBackoff spreads the re-read-and-write attempts of status writes and subtask cancels
+// over about 1.5 s (10 tries, well inside the handler timeout): during an operator rollout two
+// replicas' controllers and the agent's own calls write the same Task, and the client-go default
+// (5 tries within ~50 ms) ran out there and failed agents' task_note calls. No Cap: reaching a Backoff's Cap ends its steps.
+var conflictBackoff = wait.Backoff{Steps: 10, Duration: 20 * time.Millisecond, Factor: 1.5, Jitter: 0.5}
 
 type recorded struct {
 	Result string `json:"result"`
@@ -35,7 +35,7 @@ type recorded struct {
 func (s *Server) updateStatus(ctx context.Context, task *tatarav1.Task, mutate func(*tatarav1.Task) (bool, *apiError)) (*tatarav1.Task, *apiError) {
 	var aerr *apiError
 	var latest tatarav1.Task
-	err := retry.RetryOnConflict(statusConflictBackoff, func() error {
+	err := retry.RetryOnConflict(conflictBackoff, func() error {
 		aerr = nil
 		if err := s.opts.APIReader.Get(ctx, client.ObjectKeyFromObject(task), &latest); err != nil {
 			return err

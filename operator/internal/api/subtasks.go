@@ -195,7 +195,7 @@ func (s *Server) subtaskCancel(ctx context.Context, c *call) (int, any, *apiErro
 	result := resultRecorded
 	var aerr *apiError
 	var sub *tatarav1.Task
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err := retry.RetryOnConflict(conflictBackoff, func() error {
 		sub, aerr = s.subtask(ctx, c, s.opts.APIReader)
 		if aerr != nil {
 			return nil
@@ -208,8 +208,11 @@ func (s *Server) subtaskCancel(ctx context.Context, c *call) (int, any, *apiErro
 			aerr = errorf(http.StatusConflict, "subtask %q already finished with phase %s", sub.Name, sub.Status.Phase)
 			return nil
 		}
+		// A patch, not an Update: an Update would drop spec fields this build does not know, which
+		// a newer CRD (left by a rollback) may hold.
+		orig := sub.DeepCopy()
 		sub.Spec.Cancel = &tatarav1.TaskCancel{Reason: req.Reason}
-		return s.opts.Client.Update(ctx, sub)
+		return s.opts.Client.Patch(ctx, sub, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 	})
 	if err != nil {
 		return 0, nil, errorf(http.StatusInternalServerError, "failed to cancel subtask %q: %v", c.r.PathValue("subtask"), err)

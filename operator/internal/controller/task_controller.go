@@ -129,8 +129,8 @@ func (r *TaskReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res c
 		return ctrl.Result{}, err
 	}
 
-	// The CRD's enum keeps unknown kinds out, but a rollback leaves a newer CRD (Helm never
-	// downgrades CRDs) in front of this operator, and a kind it cannot map would fail open.
+	// The CRD's enum keeps unknown kinds out, but a Task that a newer CRD admitted outlives a
+	// rollback to this operator, and a kind it cannot map would fail open.
 	if agent.ToolProfileForKind(task.Spec.Kind) == "" {
 		r.setReady(&task, metav1.ConditionFalse, tatarav1.ReasonUnknownKind, fmt.Sprintf(
 			"task kind %q is unknown to this operator (version %s), which would give its agent every tool; no pod is started: upgrade the operator, or delete the Task",

@@ -64,10 +64,15 @@ func TestReconcilesObjectsOfReleasedVersions(t *testing.T) {
 				}
 				phase, _, _ := unstructured.NestedString(want.Object, "status", "phase")
 				intent, _, _ := unstructured.NestedString(want.Object, "status", "outcome", "intent")
+				stored := func(field string) int {
+					l, _, _ := unstructured.NestedSlice(want.Object, "status", field)
+					return len(l)
+				}
 				if string(got.Status.Phase) != phase || got.Status.Outcome == nil || got.Status.Outcome.Intent != intent ||
-					len(got.Status.Attempts) != 1 || len(got.Status.Activity) != 3 {
-					t.Errorf("task %s of %s: status %+v, want it as stored (phase %s, outcome %s, 1 attempt, 3 activity entries)",
-						want.GetName(), filepath.Base(dir), got.Status, phase, intent)
+					len(got.Status.Attempts) != stored("attempts") || len(got.Status.Activity) != stored("activity") ||
+					len(got.Status.Proposals) != stored("proposals") {
+					t.Errorf("task %s of %s: status %+v, want it as stored (phase %s, outcome %s, %d attempts, %d activity entries, %d proposals)",
+						want.GetName(), filepath.Base(dir), got.Status, phase, intent, stored("attempts"), stored("activity"), stored("proposals"))
 				}
 			}
 		})
