@@ -139,7 +139,7 @@ func TestWritesRecheckTheTaskAgainstTheAPIServer(t *testing.T) {
 func TestHandlersStopAtTheirDeadline(t *testing.T) {
 	f := newFixture(t)
 	s, apiServer := f.server(t, Options{Limits: Limits{HandlerTimeout: 100 * time.Millisecond}}, f.running.DeepCopy())
-	unlock, err := subtaskLocks.lock(context.Background(), "ns/p")
+	unlock, err := s.projectLocks.lock(context.Background(), "ns/p")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -107,6 +107,10 @@ type Options struct {
 	// SourceRateLimit bounds each source address's requests before authentication, every
 	// route included (429 with Retry-After); the zero value is no limit.
 	SourceRateLimit RateLimit
+	// LockNamespace is where the Leases that serialise subtask_create per Project across every
+	// replica live (the operator's own namespace). Empty serialises inside this process only,
+	// which holds the limits for one replica alone.
+	LockNamespace string
 }
 
 // Server is the REST API. It implements controller-runtime's manager.Runnable.
@@ -121,6 +125,10 @@ type Server struct {
 	sources *sourceLimiters
 	// serving is true from the moment the listener accepts until shutdown begins.
 	serving atomic.Bool
+	// projectLocks and sharedLocks serialise subtask_create per Project (lockProject);
+	// sharedLocks is nil without Options.LockNamespace.
+	projectLocks keyedLock
+	sharedLocks  *leaseLock
 }
 
 // Serving is a readiness check: nil while the REST API accepts requests. An agent pod's calls go
@@ -204,6 +212,9 @@ func New(opts Options) *Server {
 	}
 	if opts.SourceRateLimit.Enabled() {
 		s.sources = newLimiters[netip.Addr](opts.SourceRateLimit, time.Now)
+	}
+	if opts.LockNamespace != "" {
+		s.sharedLocks = newLeaseLock(opts.Client, opts.APIReader, opts.LockNamespace)
 	}
 	for _, rt := range s.routes() {
 		s.mux.Handle(rt.method+" "+rt.path, s.timed(rt.path, s.wrap(rt)))

@@ -29,12 +29,25 @@ func subtaskNamePrefix(parent string) string {
 	return parent + "-sub-"
 }
 
-// subtaskLocks serialises subtask_create's count-then-create per Project inside this process.
-// It is enough because the operator runs one active replica: the chart deploys replicas: 1,
-// with leader election for the controller. The REST API itself is served by every replica
-// (NeedLeaderElection is false), so if replicas is raised, requests reaching different
-// replicas are not serialised and a limit can be passed by up to one Task per extra replica.
-var subtaskLocks keyedLock
+// lockProject serialises subtask_create's count-then-create per Project: inside this process
+// first (requests on one replica queue here, not on the API server), then across the replicas
+// that serve the REST API, when Options.LockNamespace is set. Without the shared lock, requests
+// reaching different replicas could each pass a limit with one slot left.
+func (s *Server) lockProject(ctx context.Context, key string) (unlock func(), err error) {
+	unlockLocal, err := s.projectLocks.lock(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if s.sharedLocks == nil {
+		return unlockLocal, nil
+	}
+	unlockShared, err := s.sharedLocks.lock(ctx, key)
+	if err != nil {
+		unlockLocal()
+		return nil, err
+	}
+	return func() { unlockShared(); unlockLocal() }, nil
+}
 
 // keyedLock is one mutex per key; waiting for it gives up when the request's context ends.
 // Keys are never removed: there is one per Project that ever had a subtask created.
@@ -83,7 +96,7 @@ func (s *Server) subtaskCreate(ctx context.Context, c *call) (int, any, *apiErro
 	// Count, then create, under the Project's lock, so two concurrent requests cannot both
 	// pass a limit with one slot left. It is held until the handler returns, so the parent's
 	// activity entry is written under it too and concurrent creations do not race on it.
-	unlock, err := subtaskLocks.lock(ctx, c.task.Namespace+"/"+c.task.Spec.ProjectRef.Name)
+	unlock, err := s.lockProject(ctx, c.task.Namespace+"/"+c.task.Spec.ProjectRef.Name)
 	if err != nil {
 		return 0, nil, errorf(http.StatusServiceUnavailable, "subtask of %q not created: %v", c.task.Name, err)
 	}

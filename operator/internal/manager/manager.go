@@ -4,6 +4,7 @@
 package manager
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -174,6 +175,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		Addr: opts.APIAddr, Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: rec,
 		Metrics: m, Log: opts.Log.With("component", "api"), MaxBodyBytes: opts.MaxBodyBytes,
 		RateLimit: opts.APIRateLimit, SourceRateLimit: opts.APISourceRateLimit,
+		LockNamespace: cmp.Or(opts.LeaderElectionNamespace, opts.Controller.RuntimeNamespace),
 	}
 	if apiTLS != nil {
 		apiOpts.TLS = apiTLS.Config()

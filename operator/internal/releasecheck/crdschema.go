@@ -18,6 +18,10 @@ import (
 	"tatara.dev/operator/config/crd/bases"
 )
 
+// editBuiltCRD, when set, changes each embedded CRD the way this build's chart does: only the
+// e2e suite's upgrade build sets it (upgradeprobe_e2e.go, build tag e2eupgrade).
+var editBuiltCRD func(*apiextensionsv1.CustomResourceDefinition) error
+
 // BuiltCRDs are the CRDs this operator build was generated with.
 func BuiltCRDs() ([]apiextensionsv1.CustomResourceDefinition, error) {
 	files, err := fs.Glob(bases.FS, "*.yaml")
@@ -33,6 +37,11 @@ func BuiltCRDs() ([]apiextensionsv1.CustomResourceDefinition, error) {
 		var crd apiextensionsv1.CustomResourceDefinition
 		if err := yaml.UnmarshalStrict(b, &crd); err != nil {
 			return nil, fmt.Errorf("embedded CRD %s: %w", f, err)
+		}
+		if editBuiltCRD != nil {
+			if err := editBuiltCRD(&crd); err != nil {
+				return nil, fmt.Errorf("embedded CRD %s: %w", f, err)
+			}
 		}
 		out = append(out, crd)
 	}

@@ -13,6 +13,7 @@ import (
 
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 	"tatara.dev/operator/internal/api"
+	"tatara.dev/operator/internal/manager"
 )
 
 // countTasks counts the Tasks of a namespace straight from the API server.
@@ -125,44 +126,70 @@ func TestSubtaskMaxActiveTasks(t *testing.T) {
 }
 
 // TestSubtaskLimitsUnderConcurrentRequests: twice MaxChildrenPerTask requests at once create
-// exactly MaxChildrenPerTask subtasks; count and create are one step.
+// exactly MaxChildrenPerTask subtasks; count and create are one step. With two replicas (leader
+// election on, both serving the REST API, as production runs), requests split between them
+// still create exactly that many: the step is one across replicas, not per process.
 func TestSubtaskLimitsUnderConcurrentRequests(t *testing.T) {
-	op := startOperator(t)
-	ns := newNamespace(t)
-	newProject(t, ns, "p")
-	newTask(t, ns, "impl", "p", tatarav1.KindImplement)
-	tok := token(t, ns, "impl")
+	for _, tc := range []struct {
+		name     string
+		replicas int
+	}{{"one replica", 1}, {"two replicas", 2}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var urls []string
+			for range tc.replicas {
+				var opts []opOption
+				if tc.replicas > 1 {
+					opts = append(opts, withLeaderElection())
+				}
+				urls = append(urls, startOperator(t, opts...).url)
+			}
+			ns := newNamespace(t)
+			newProject(t, ns, "p")
+			newTask(t, ns, "impl", "p", tatarav1.KindImplement)
+			tok := token(t, ns, "impl")
 
-	codes := make(chan int, 2*api.MaxChildrenPerTask)
-	var wg sync.WaitGroup
-	for range 2 * api.MaxChildrenPerTask {
-		wg.Go(func() {
-			req, err := http.NewRequest(http.MethodPost, op.url+"/api/v1/tasks/impl/subtasks", strings.NewReader(subtaskBody("review")))
-			if err != nil {
-				t.Error(err)
-				return
+			codes := make(chan int, 2*api.MaxChildrenPerTask)
+			var wg sync.WaitGroup
+			for i := range 2 * api.MaxChildrenPerTask {
+				base := urls[i%len(urls)]
+				wg.Go(func() {
+					req, err := http.NewRequest(http.MethodPost, base+"/api/v1/tasks/impl/subtasks", strings.NewReader(subtaskBody("review")))
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					req.Header.Set("Authorization", "Bearer "+tok)
+					req.Header.Set("Content-Type", "application/json")
+					resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					_ = resp.Body.Close()
+					codes <- resp.StatusCode
+				})
 			}
-			req.Header.Set("Authorization", "Bearer "+tok)
-			req.Header.Set("Content-Type", "application/json")
-			resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
-			if err != nil {
-				t.Error(err)
-				return
+			wg.Wait()
+			close(codes)
+			got := map[int]int{}
+			for c := range codes {
+				got[c]++
 			}
-			_ = resp.Body.Close()
-			codes <- resp.StatusCode
+			if got[201] != api.MaxChildrenPerTask || got[429] != api.MaxChildrenPerTask {
+				t.Fatalf("status codes %v, want %d x 201 and %d x 429", got, api.MaxChildrenPerTask, api.MaxChildrenPerTask)
+			}
+			if n := countTasks(t, ns); n != api.MaxChildrenPerTask+1 {
+				t.Fatalf("%d Tasks, want %d", n, api.MaxChildrenPerTask+1)
+			}
 		})
 	}
-	wg.Wait()
-	close(codes)
-	got := map[int]int{}
-	for c := range codes {
-		got[c]++
-	}
-	if got[201] != api.MaxChildrenPerTask || got[429] != api.MaxChildrenPerTask {
-		t.Fatalf("status codes %v, want %d x 201 and %d x 429", got, api.MaxChildrenPerTask, api.MaxChildrenPerTask)
-	}
-	if n := countTasks(t, ns); n != api.MaxChildrenPerTask+1 {
-		t.Fatalf("%d Tasks, want %d", n, api.MaxChildrenPerTask+1)
+}
+
+// withLeaderElection runs the operator as production does with several replicas: the
+// controllers on the Lease's holder only, the REST API on every replica.
+func withLeaderElection() opOption {
+	return func(o *manager.Options) {
+		o.LeaderElection = true
+		o.LeaderElectionNamespace = runtimeNS
 	}
 }
