@@ -31,6 +31,7 @@ func bashStep(command string) string {
 //   - the Task token is in no process environment or command line the agent can read;
 //   - a subtask of a broader kind (issueLifecycle under implement) is refused with 403;
 //   - more subtasks than the Project's spec.maxActiveTasks allows are refused with 429;
+//   - the review it may create is told the operator's directive, not the implementer's;
 //   - once the Task has ended, its token (read by the suite, as a thief would have) is inactive,
 //     and its Secret is gone;
 //   - a pod that is not an agent pod cannot reach the operator's REST API (NetworkPolicy).
@@ -108,6 +109,14 @@ func TestAgentAsAttacker(t *testing.T) {
 					children = append(children, fmt.Sprintf("%s (%s)", s.Name, s.Spec.Kind))
 					if s.Spec.Kind != tatarav1.KindReview {
 						t.Errorf("a refused subtask exists: %s of kind %s", s.Name, s.Spec.Kind)
+					}
+					// Review by proxy: the reviewer is told the parent's directive, on the
+					// parent's branch; what the implementer asked for is kept for people only.
+					if strings.Contains(s.Spec.Directive, "review the change") || !strings.Contains(s.Spec.Directive, cur.Spec.Directive) ||
+						s.Spec.Ref != "tatara/"+name+"-"+strings.ReplaceAll(string(cur.UID), "-", "")[:8] ||
+						s.Annotations["tatara.dev/implementer-notes"] != "review the change" {
+						t.Errorf("review subtask %s: ref %q, notes %q, directive %q: want the operator's directive on the parent's branch, the implementer's text only in the notes",
+							s.Name, s.Spec.Ref, s.Annotations["tatara.dev/implementer-notes"], s.Spec.Directive)
 					}
 				}
 			}

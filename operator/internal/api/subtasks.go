@@ -93,6 +93,17 @@ func (s *Server) subtaskCreate(ctx context.Context, c *call) (int, any, *apiErro
 	if !p.HasRepo(req.Repo) {
 		return 0, nil, errorf(http.StatusBadRequest, "field \"repo\": project %q has no repo %q", p.Name, req.Repo)
 	}
+	annotations := requestAnnotation(c.requestID)
+	if reviewsParent(c.task, tatarav1.TaskKind(req.Kind)) {
+		notes, aerr := reviewOfParent(c.task, &req)
+		if aerr != nil {
+			return 0, nil, aerr
+		}
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[ImplementerNotesAnnotation] = notes
+	}
 	// Count, then create, under the Project's lock, so two concurrent requests cannot both
 	// pass a limit with one slot left. It is held until the handler returns, so the parent's
 	// activity entry is written under it too and concurrent creations do not race on it.
@@ -131,7 +142,7 @@ func (s *Server) subtaskCreate(ctx context.Context, c *call) (int, any, *apiErro
 		ObjectMeta: metav1.ObjectMeta{
 			GenerateName: subtaskNamePrefix(c.task.Name),
 			Namespace:    c.task.Namespace,
-			Annotations:  requestAnnotation(c.requestID),
+			Annotations:  annotations,
 			// Deleting the parent deletes its subtasks; not a controller reference, the
 			// parent's agent does not manage the subtask's pod.
 			OwnerReferences: []metav1.OwnerReference{{

@@ -7,9 +7,10 @@ import (
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 )
 
-// TestSubtaskRef: an implement Task asks for a review of the branch it pushed; the child's clone
-// starts from that ref. A ref git could read as an option is refused by the CRD, naming the field,
-// and nothing is created.
+// TestSubtaskRef: an implement Task hands part of its work to an implement subtask that starts
+// from the branch it pushed; the child's clone starts from that ref. A ref git could read as an
+// option is refused by the CRD, naming the field, and nothing is created. (A review's ref is the
+// operator's: TestReviewSubtaskDirectiveIsTheOperators.)
 func TestSubtaskRef(t *testing.T) {
 	op := startOperator(t)
 	ns := newNamespace(t)
@@ -18,7 +19,7 @@ func TestSubtaskRef(t *testing.T) {
 	tok := token(t, ns, parent.Name)
 	path := "/api/v1/tasks/" + parent.Name + "/subtasks"
 
-	r := call(t, op.url, "POST", path, tok, `{"kind":"review","repo":"operator","directive":"review my branch","ref":"tatara/impl"}`)
+	r := call(t, op.url, "POST", path, tok, `{"kind":"implement","repo":"operator","directive":"finish the tests on my branch","ref":"tatara/impl"}`)
 	if r.code != 201 {
 		t.Fatalf("subtask_create with a ref = %d %s", r.code, r.raw)
 	}
@@ -28,7 +29,7 @@ func TestSubtaskRef(t *testing.T) {
 	}
 
 	before := countTasks(t, ns)
-	r = call(t, op.url, "POST", path, tok, `{"kind":"review","repo":"operator","directive":"d","ref":"--upload-pack=touch /tmp/x"}`)
+	r = call(t, op.url, "POST", path, tok, `{"kind":"implement","repo":"operator","directive":"d","ref":"--upload-pack=touch /tmp/x"}`)
 	if r.code != 400 || !strings.Contains(r.raw, "spec.ref") {
 		t.Fatalf("subtask_create with an option-like ref = %d %s, want 400 naming spec.ref", r.code, r.raw)
 	}
