@@ -162,3 +162,53 @@ func runtimeClassName(project *tatarav1.Project) *string {
 }
 
 func intOrPort(p int32) intstr.IntOrString { return intstr.FromInt32(p) }
+
+// mainContainer is the pod's main container as BuildPod assembles it: the wrapper, run from the
+// wrapper image or, with a Project agent image, from a copy installed into that image.
+type mainContainer struct {
+	image, binary string
+	// command is nil to run the image's ENTRYPOINT.
+	command    []string
+	mounts     []corev1.VolumeMount
+	workingDir string
+}
+
+// runInAgentImage makes the main container run agentImage, with the wrapper binary that the
+// returned init container copies from wrapperImage into the returned volume.
+func (m *mainContainer) runInAgentImage(agentImage, wrapperImage string) (corev1.Container, corev1.Volume) {
+	installed := path.Join(WrapperDir, "wrapper")
+	install := corev1.Container{
+		Name:            WrapperInstallContainer,
+		Image:           wrapperImage,
+		Command:         []string{WrapperImageCP, WrapperImageBinary, installed},
+		SecurityContext: containerSecurityContext(),
+		VolumeMounts:    []corev1.VolumeMount{{Name: "tatara-bin", MountPath: WrapperDir}},
+	}
+	m.mounts = append(m.mounts, corev1.VolumeMount{Name: "tatara-bin", MountPath: WrapperDir, ReadOnly: true})
+	m.image, m.command, m.binary = agentImage, []string{installed}, installed
+	return install, corev1.Volume{Name: "tatara-bin", VolumeSource: emptyDir(resource.MustParse(WrapperBinSizeLimit))}
+}
+
+// container is the wrapper container with env and resources.
+func (m mainContainer) container(env []corev1.EnvVar, resources corev1.ResourceRequirements) corev1.Container {
+	return corev1.Container{
+		Name:       WrapperContainer,
+		Image:      m.image,
+		Command:    m.command,
+		WorkingDir: m.workingDir,
+		Env:        env,
+		Ports:      []corev1.ContainerPort{{Name: "metrics", ContainerPort: WrapperMetricsPort, Protocol: corev1.ProtocolTCP}},
+		LivenessProbe: &corev1.Probe{
+			ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intOrPort(WrapperMetricsPort)}},
+			PeriodSeconds:    10,
+			FailureThreshold: 6,
+		},
+		ReadinessProbe: &corev1.Probe{
+			ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intOrPort(WrapperMetricsPort)}},
+			PeriodSeconds: 5,
+		},
+		Resources:       resources,
+		SecurityContext: containerSecurityContext(),
+		VolumeMounts:    m.mounts,
+	}
+}

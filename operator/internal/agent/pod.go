@@ -4,7 +4,6 @@
 package agent
 
 import (
-	"path"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -109,78 +108,32 @@ func BuildPod(task *tatarav1.Task, project *tatarav1.Project, cfg Config) *corev
 	if !isEmpty(project.Spec.Agent.Resources) {
 		res.Agent = completed(project.Spec.Agent.Resources, DefaultResources().Agent)
 	}
-	storage := StorageLimits(project)
-	emptyDir := func(limit resource.Quantity) corev1.VolumeSource {
-		return corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &limit}}
-	}
-	volumes := []corev1.Volume{
-		{Name: "workspace", VolumeSource: emptyDir(storage.Workspace)},
-		{Name: "home", VolumeSource: emptyDir(storage.Home)},
-		{Name: "tmp", VolumeSource: emptyDir(storage.Tmp)},
-	}
-	wrapperMounts := []corev1.VolumeMount{
-		{Name: "workspace", MountPath: WorkspaceDir},
-		{Name: "home", MountPath: HomeDir},
-		{Name: "tmp", MountPath: "/tmp"},
-	}
-
-	cli := cliContainer(task, project, cfg, res.CLI)
-	wrapperImage, wrapperCommand := cfg.WrapperImage, []string(nil) // the image's ENTRYPOINT
-	wrapperBinary := WrapperImageBinary
+	volumes, mounts := scratchVolumes(StorageLimits(project))
+	main := mainContainer{image: cfg.WrapperImage, binary: WrapperImageBinary, mounts: mounts, workingDir: WorkspaceDir}
 	var initContainers []corev1.Container
 	if project.Spec.Agent.Image != "" {
-		installed := path.Join(WrapperDir, "wrapper")
-		volumes = append(volumes, corev1.Volume{Name: "tatara-bin", VolumeSource: emptyDir(resource.MustParse(WrapperBinSizeLimit))})
-		initContainers = append(initContainers, corev1.Container{
-			Name:            WrapperInstallContainer,
-			Image:           cfg.WrapperImage,
-			Command:         []string{WrapperImageCP, WrapperImageBinary, installed},
-			SecurityContext: containerSecurityContext(),
-			Resources:       res.WrapperInstall,
-			VolumeMounts:    []corev1.VolumeMount{{Name: "tatara-bin", MountPath: WrapperDir}},
-		})
-		wrapperMounts = append(wrapperMounts, corev1.VolumeMount{Name: "tatara-bin", MountPath: WrapperDir, ReadOnly: true})
-		wrapperImage, wrapperCommand, wrapperBinary = project.Spec.Agent.Image, []string{installed}, installed
+		install, vol := main.runInAgentImage(project.Spec.Agent.Image, cfg.WrapperImage)
+		install.Resources = res.WrapperInstall
+		initContainers = append(initContainers, install)
+		volumes = append(volumes, vol)
 	}
 
 	// The workspace is cloned before the cli starts: a Task whose repo cannot be cloned fails
 	// without starting anything of the agent's.
 	repo := project.Repo(task.Spec.Repo)
-	workingDir := WorkspaceDir
 	if repo != nil {
-		workingDir = RepoDir(repo.Name)
-		c, vols := workspaceInit(task, project, repo, wrapperImage, wrapperBinary)
+		main.workingDir = RepoDir(repo.Name)
+		c, vols := workspaceInit(task, project, repo, main.image, main.binary)
 		c.Resources = res.WorkspaceInit
 		initContainers = append(initContainers, c)
 		volumes = append(volumes, vols...)
 	}
-	initContainers = append(initContainers, cli)
+	initContainers = append(initContainers, cliContainer(task, project, cfg, res.CLI))
 	if repo != nil && repo.Push != nil {
 		c, vol := gitGateway(task, repo, cfg)
 		c.Resources = res.GitGateway
 		initContainers = append(initContainers, c)
 		volumes = append(volumes, vol)
-	}
-
-	wrapper := corev1.Container{
-		Name:       WrapperContainer,
-		Image:      wrapperImage,
-		Command:    wrapperCommand,
-		WorkingDir: workingDir,
-		Env:        wrapperEnv(task, project, cfg),
-		Ports:      []corev1.ContainerPort{{Name: "metrics", ContainerPort: WrapperMetricsPort, Protocol: corev1.ProtocolTCP}},
-		LivenessProbe: &corev1.Probe{
-			ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intOrPort(WrapperMetricsPort)}},
-			PeriodSeconds:    10,
-			FailureThreshold: 6,
-		},
-		ReadinessProbe: &corev1.Probe{
-			ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intOrPort(WrapperMetricsPort)}},
-			PeriodSeconds: 5,
-		},
-		Resources:       res.Agent,
-		SecurityContext: containerSecurityContext(),
-		VolumeMounts:    wrapperMounts,
 	}
 
 	return &corev1.Pod{
@@ -199,16 +152,39 @@ func BuildPod(task *tatarav1.Task, project *tatarav1.Project, cfg Config) *corev
 			// The agent talks to the operator with its Task token, never to the kube API.
 			AutomountServiceAccountToken: ptr.To(false),
 			EnableServiceLinks:           ptr.To(false),
-			SecurityContext: &corev1.PodSecurityContext{
-				RunAsNonRoot:   ptr.To(true),
-				RunAsUser:      ptr.To(NonRootUID),
-				RunAsGroup:     ptr.To(NonRootUID),
-				FSGroup:        ptr.To(NonRootUID),
-				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-			},
-			InitContainers: initContainers,
-			Containers:     []corev1.Container{wrapper},
-			Volumes:        volumes,
+			SecurityContext:              podSecurityContext(),
+			InitContainers:               initContainers,
+			Containers:                   []corev1.Container{main.container(wrapperEnv(task, project, cfg), res.Agent)},
+			Volumes:                      volumes,
 		},
+	}
+}
+
+// emptyDir is a scratch volume of at most limit.
+func emptyDir(limit resource.Quantity) corev1.VolumeSource {
+	return corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &limit}}
+}
+
+// scratchVolumes are the agent's writable directories (workspace, home, /tmp), each an emptyDir
+// bounded by the Project's storage limits, and their mounts in the main container.
+func scratchVolumes(storage Storage) ([]corev1.Volume, []corev1.VolumeMount) {
+	return []corev1.Volume{
+			{Name: "workspace", VolumeSource: emptyDir(storage.Workspace)},
+			{Name: "home", VolumeSource: emptyDir(storage.Home)},
+			{Name: "tmp", VolumeSource: emptyDir(storage.Tmp)},
+		}, []corev1.VolumeMount{
+			{Name: "workspace", MountPath: WorkspaceDir},
+			{Name: "home", MountPath: HomeDir},
+			{Name: "tmp", MountPath: "/tmp"},
+		}
+}
+
+func podSecurityContext() *corev1.PodSecurityContext {
+	return &corev1.PodSecurityContext{
+		RunAsNonRoot:   ptr.To(true),
+		RunAsUser:      ptr.To(NonRootUID),
+		RunAsGroup:     ptr.To(NonRootUID),
+		FSGroup:        ptr.To(NonRootUID),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 	}
 }
