@@ -185,9 +185,9 @@ e2e: ## The main job: images, a kind cluster, helmfile sync (env kind), the e2e 
 	echo "== e2e: node image $${node_image:-kind default}"; \
 	case "$$node_image" in tatara.local/kind-node:*) $(MAKE) -s kind-node-image KIND_NODE_IMAGE=$$node_image;; esac; \
 	echo "== e2e: tools"; hack/tools.sh kind >/dev/null; hack/tools.sh helm >/dev/null; hack/tools.sh helmfile >/dev/null; \
-	echo "== e2e: images"; $(MAKE) -s images; \
+	echo "== e2e: images"; $(MAKE) -s upgrade-image; \
 	echo "== e2e: suite"; \
-	set +e; cd e2e && KIND_NODE_IMAGE="$$node_image" E2E_IMAGES="$(IMAGE_REFS)" \
+	set +e; cd e2e && KIND_NODE_IMAGE="$$node_image" E2E_IMAGES="$(IMAGE_REFS)" E2E_UPGRADE_IMAGE="$(UPGRADE_IMAGE)" \
 		go test -tags e2e -count=1 -v -timeout $(E2E_TIMEOUT) ./suite/ 2>&1 | grep --line-buffered -vE '^=== (RUN|PAUSE|CONT)'; \
 	rc=$${PIPESTATUS[0]}; echo "== e2e: total $$(( $$(date +%s) - start ))s (exit $$rc)"; exit $$rc
 
@@ -289,6 +289,26 @@ images: ## Build the images (FROM scratch, the Claude Code agent image, the e2e 
 	@echo "== image $(GIT_SERVER_IMAGE)"; GIT_SERVER_BINARY=$(IMAGE_CONTEXT)/git-server hack/git-server-image.sh $(GIT_SERVER_IMAGE)
 	@echo "== images $(MONITORING_IMAGES)"; IMAGE_REGISTRY=$(IMAGE_REGISTRY) GOARCH=$(IMAGE_GOARCH) hack/monitoring-images.sh
 	@docker image ls --format '{{.Repository}}:{{.Tag}}\t{{.Size}}' | grep -F -e '$(IMAGE_REGISTRY)/tatara-' -e '$(IMAGE_REGISTRY)/prometheus' | sort
+
+# The e2e suite's upgrade release (e2e/suite/upgrade_test.go): the operator as the next patch
+# version, built with the test-only CRD change of operator/test/upgradeprobe (build tag
+# e2eupgrade), so the upgrade carries a version bump and a CRD change the way a release MR does.
+OPERATOR_NEXT_VERSION := $(shell echo '$(OPERATOR_VERSION)' | awk -F. '{print $$1 "." $$2 "." $$3+1}')
+UPGRADE_IMAGE := $(IMAGE_REGISTRY)/tatara-operator:$(OPERATOR_NEXT_VERSION)
+
+.PHONY: upgrade-image
+# Its context is a copy of the images' with the operator replaced: Docker's legacy builder builds
+# every stage before the target, so the other stages' binaries must be there too.
+upgrade-image: images ## Build the e2e upgrade's operator image (next patch version, test-only CRD change).
+	@rm -rf $(IMAGE_CONTEXT)/upgrade && mkdir -p $(IMAGE_CONTEXT)/upgrade
+	@find $(IMAGE_CONTEXT) -maxdepth 1 -type f -exec cp {} $(IMAGE_CONTEXT)/upgrade/ \;
+	@echo "== build operator $(OPERATOR_NEXT_VERSION) (-tags e2eupgrade, linux/$(IMAGE_GOARCH))"
+	@cd operator && GOOS=linux GOARCH=$(IMAGE_GOARCH) CGO_ENABLED=0 go build -tags e2eupgrade -trimpath \
+		-ldflags "-s -w -X $(BUILDINFO_PKG).Version=$(OPERATOR_NEXT_VERSION) -X $(BUILDINFO_PKG).revision=$(REVISION)" \
+		-o $(IMAGE_CONTEXT)/upgrade/operator ./cmd
+	@echo "== image $(UPGRADE_IMAGE)"
+	@docker build -q --target tatara-operator --build-arg VERSION=$(OPERATOR_NEXT_VERSION) -t $(UPGRADE_IMAGE) \
+		-f hack/image/Dockerfile $(IMAGE_CONTEXT)/upgrade 2>&1 >/dev/null | sed '/legacy builder is deprecated/,/buildx\//d'
 
 .PHONY: image-refs
 image-refs: ## Print the image references make images builds.

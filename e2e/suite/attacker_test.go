@@ -112,7 +112,10 @@ func TestAgentAsAttacker(t *testing.T) {
 					}
 					// Review by proxy: the reviewer is told the parent's directive, on the
 					// parent's branch; what the implementer asked for is kept for people only.
-					if strings.Contains(s.Spec.Directive, "review the change") || !strings.Contains(s.Spec.Directive, cur.Spec.Directive) ||
+					// (The parent's directive is the model script, so it holds the
+					// implementer's words too: the check is that it is all there is.)
+					if !strings.HasPrefix(s.Spec.Directive, fmt.Sprintf("Review the change that Task %q made", name)) ||
+						!strings.HasSuffix(s.Spec.Directive, "\n\n"+cur.Spec.Directive) ||
 						s.Spec.Ref != "tatara/"+name+"-"+strings.ReplaceAll(string(cur.UID), "-", "")[:8] ||
 						s.Annotations["tatara.dev/implementer-notes"] != "review the change" {
 						t.Errorf("review subtask %s: ref %q, notes %q, directive %q: want the operator's directive on the parent's branch, the implementer's text only in the notes",

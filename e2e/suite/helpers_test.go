@@ -12,7 +12,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/e2e-framework/klient/k8s/resources"
 	"sigs.k8s.io/e2e-framework/klient/wait"
@@ -51,8 +53,10 @@ func clients(t *testing.T, cfg *envconf.Config) (*resources.Resources, *kubernet
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tatarav1.AddToScheme(r.GetScheme()); err != nil {
-		t.Fatal(err)
+	for _, add := range []func(*runtime.Scheme) error{tatarav1.AddToScheme, apiextensionsv1.AddToScheme} {
+		if err := add(r.GetScheme()); err != nil {
+			t.Fatal(err)
+		}
 	}
 	cs, err := kubernetes.NewForConfig(cfg.Client().RESTConfig())
 	if err != nil {

@@ -27,6 +27,12 @@ var releaseCheckCharts = []string{"tatara-cli", "tatara-operator", "tatara-proje
 // helmfileCommand runs the pinned helmfile on the production helmfile, environment kind, with the
 // pinned helm: what helmfileSync runs, with another subcommand.
 func helmfileCommand(ctx context.Context, cfg *envconf.Config, args ...string) (string, error) {
+	return helmfileIn(ctx, cfg, filepath.Join(repoRoot, "helmfile", "helmfile.yaml"), args...)
+}
+
+// helmfileIn runs the pinned helmfile on the helmfile at file, environment kind, with the pinned
+// helm.
+func helmfileIn(ctx context.Context, cfg *envconf.Config, file string, args ...string) (string, error) {
 	helm, err := tool("helm")
 	if err != nil {
 		return "", err
@@ -35,8 +41,7 @@ func helmfileCommand(ctx context.Context, cfg *envconf.Config, args ...string) (
 	if err != nil {
 		return "", err
 	}
-	cmd := exec.CommandContext(ctx, helmfile, append([]string{"--file", filepath.Join(repoRoot, "helmfile", "helmfile.yaml"),
-		"--environment", "kind", "--helm-binary", helm}, args...)...)
+	cmd := exec.CommandContext(ctx, helmfile, append([]string{"--file", file, "--environment", "kind", "--helm-binary", helm}, args...)...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+cfg.KubeconfigFile())
 	out, err := cmd.CombinedOutput()
 	return string(out), err
@@ -45,17 +50,22 @@ func helmfileCommand(ctx context.Context, cfg *envconf.Config, args ...string) (
 // helmfileTest is the pipeline's post-deploy step, right after sync: `helmfile test --logs` must
 // pass, and its log must hold the summary of every chart's release check, each all passed.
 func helmfileTest(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
-	out, err := helmfileCommand(ctx, cfg, "test", "--logs")
+	return ctx, helmfileTestOf(ctx, cfg, filepath.Join(repoRoot, "helmfile", "helmfile.yaml"))
+}
+
+// helmfileTestOf is helmfileTest on the helmfile at file.
+func helmfileTestOf(ctx context.Context, cfg *envconf.Config, file string) error {
+	out, err := helmfileIn(ctx, cfg, file, "test", "--logs")
 	if err != nil {
-		return ctx, fmt.Errorf("helmfile test failed: %w\n%s", err, out)
+		return fmt.Errorf("helmfile test failed: %w\n%s", err, out)
 	}
 	if err := checkSummaries(out); err != nil {
-		return ctx, fmt.Errorf("helmfile test passed, but %w\n%s", err, out)
+		return fmt.Errorf("helmfile test passed, but %w\n%s", err, out)
 	}
 	for _, s := range releasecheck.Summaries(out) {
 		logf("  release-check %s: %d checks, %d passed", s.Chart, s.Checks, s.Passed)
 	}
-	return ctx, nil
+	return nil
 }
 
 // checkSummaries: exactly one summary per chart, each with every check passed.
