@@ -24,12 +24,6 @@ import (
 // releaseCheckCharts are the charts whose release check `helmfile test` must run: all four.
 var releaseCheckCharts = []string{"tatara-cli", "tatara-operator", "tatara-project", "tatara-wrapper"}
 
-// helmfileCommand runs the pinned helmfile on the production helmfile, environment kind, with the
-// pinned helm: what helmfileSync runs, with another subcommand.
-func helmfileCommand(ctx context.Context, cfg *envconf.Config, args ...string) (string, error) {
-	return helmfileIn(ctx, cfg, filepath.Join(repoRoot, "helmfile", "helmfile.yaml"), args...)
-}
-
 // helmfileIn runs the pinned helmfile on the helmfile at file, environment kind, with the pinned
 // helm.
 func helmfileIn(ctx context.Context, cfg *envconf.Config, file string, args ...string) (string, error) {

@@ -235,7 +235,9 @@ func TestUpgradeAndRollback(t *testing.T) {
 			r, cs := clients(t, cfg)
 			missing := next + "-never-built"
 			start := time.Now()
-			out, err := helmfileIn(ctx, cfg, nextRelease(t, next, missing), "sync")
+			syncCtx, cancel := context.WithTimeout(ctx, upgradeTimeout)
+			defer cancel()
+			out, err := helmfileIn(syncCtx, cfg, nextRelease(t, next, missing), "sync")
 			logf("failed upgrade (operator image tag %s): helmfile sync exited after %.0fs", missing, time.Since(start).Seconds())
 			if err == nil {
 				t.Fatalf("helmfile sync with the operator's image tag %s passed:\n%s", missing, out)
@@ -258,7 +260,9 @@ func TestUpgradeAndRollback(t *testing.T) {
 			r, _ := clients(t, cfg)
 			helmfile := nextRelease(t, next, next)
 			start := time.Now()
-			if out, err := helmfileIn(ctx, cfg, helmfile, "sync"); err != nil {
+			syncCtx, cancel := context.WithTimeout(ctx, upgradeTimeout)
+			defer cancel()
+			if out, err := helmfileIn(syncCtx, cfg, helmfile, "sync"); err != nil {
 				t.Fatalf("helmfile sync of the upgrade: %v\n%s", err, out)
 			}
 			logf("upgrade to operator %s: helmfile sync took %.0fs", next, time.Since(start).Seconds())
