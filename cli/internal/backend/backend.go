@@ -122,7 +122,7 @@ func (c *Client) Do(ctx context.Context, req catalog.Request) (string, error) {
 	for {
 		resp, err = c.send(ctx, req, u, payload, key)
 		tries++
-		why := retryable(req.Method, key != "", resp, err)
+		why := retryable(ctx, req.Method, key != "", resp, err)
 		if why == "" || tries >= attempts {
 			break
 		}
@@ -149,7 +149,7 @@ func (c *Client) Do(ctx context.Context, req catalog.Request) (string, error) {
 		}
 	}
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return "", fmt.Errorf("%s backend did not answer %s %s in time (%d tries): %w", c.Name, req.Method, req.Path, tries, context.DeadlineExceeded)
 		}
 		return "", fmt.Errorf("failed to reach %s backend for %s %s (%d tries): %w", c.Name, req.Method, req.Path, tries, err)
@@ -207,11 +207,13 @@ func (c *Client) send(ctx context.Context, req catalog.Request, u string, payloa
 // 502, 503 or 504 (the backend is starting, stopping or overloaded), since repeating it changes
 // nothing. A POST without a key the backend may have acted on is never repeated, nor is any call
 // that failed for a reason a retry cannot change (a certificate the client does not trust, a
-// malformed URL).
-func retryable(method string, keyed bool, resp *http.Response, err error) string {
+// malformed URL), nor any call whose own context has ended. A dial that timed out is a connection
+// never made: during a rollout the Service may still route to a pod that is gone, and its SYNs go
+// unanswered until the dial timeout.
+func retryable(ctx context.Context, method string, keyed bool, resp *http.Response, err error) string {
 	idempotent := keyed || method == http.MethodGet || method == http.MethodHead
 	switch {
-	case err != nil && errors.Is(err, context.Canceled), err != nil && errors.Is(err, context.DeadlineExceeded):
+	case ctx.Err() != nil:
 		return ""
 	case err != nil:
 		var op *net.OpError

@@ -202,3 +202,43 @@ func TestBackendClientsIgnoreProxyEnvironment(t *testing.T) {
 		}
 	}
 }
+
+// A dial that timed out made no connection, so it is tried again while the call has time left:
+// during a rollout the Service may route to a pod that is gone, whose SYNs go unanswered. The
+// first dial here has a deadline already past, which fails the way an unanswered SYN does.
+func TestDialTimeoutIsRetried(t *testing.T) {
+	srv, calls := flaky(t, 0, http.StatusOK)
+	var dials atomic.Int32
+	tr := &http.Transport{Proxy: nil, DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		timeout := time.Second
+		if dials.Add(1) == 1 {
+			timeout = time.Nanosecond
+		}
+		return (&net.Dialer{Timeout: timeout}).DialContext(ctx, network, addr)
+	}}
+	t.Cleanup(tr.CloseIdleConnections)
+	c := &backend.Client{Name: "operator", BaseURL: srv.URL, HTTP: &http.Client{Transport: tr}, Retry: fastRetry}
+	out, err := c.Do(context.Background(), catalog.Request{Method: http.MethodPost, Path: "/api/v1/tasks/t/notes", Body: map[string]any{"note": "n"}})
+	if err != nil || out != "ok" || calls.Load() != 1 || dials.Load() != 2 {
+		t.Fatalf("Do = %q, %v after %d dials and %d calls; want ok after 2 dials and 1 call", out, err, dials.Load(), calls.Load())
+	}
+}
+
+// A dial that keeps timing out ends the call with the dial's error once the attempts are spent,
+// not with a claim that the call's own time ran out.
+func TestDialTimeoutsExhaustTheAttempts(t *testing.T) {
+	srv, _ := flaky(t, 0, http.StatusOK)
+	var dials atomic.Int32
+	tr := &http.Transport{Proxy: nil, DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dials.Add(1)
+		return (&net.Dialer{Timeout: time.Nanosecond}).DialContext(ctx, network, addr)
+	}}
+	c := &backend.Client{Name: "operator", BaseURL: srv.URL, HTTP: &http.Client{Transport: tr}, Retry: fastRetry}
+	_, err := c.Do(context.Background(), catalog.Request{Method: http.MethodGet, Path: "/api/v1/tasks/t"})
+	if err == nil || !strings.Contains(err.Error(), "failed to reach operator backend for GET /api/v1/tasks/t (4 tries)") || !strings.Contains(err.Error(), "timeout") {
+		t.Fatalf("Do error %v, want the dial timeout after 4 tries", err)
+	}
+	if n := dials.Load(); n != 4 {
+		t.Errorf("%d dials, want 4", n)
+	}
+}
