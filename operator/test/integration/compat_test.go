@@ -9,6 +9,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
@@ -48,8 +50,16 @@ func TestReconcilesObjectsOfReleasedVersions(t *testing.T) {
 						t.Fatalf("today's CRD refuses %s %s of %s: %v", u.GetKind(), u.GetName(), filepath.Base(dir), err)
 					}
 					if hasStatus {
-						u.Object["status"] = status
-						if err := k8s.Status().Update(ctx, u); err != nil {
+						// The running operator may write the new object between the create and
+						// this update: put the stored status onto its latest version.
+						err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+							if err := k8s.Get(ctx, client.ObjectKeyFromObject(u), u); err != nil {
+								return err
+							}
+							u.Object["status"] = status
+							return k8s.Status().Update(ctx, u)
+						})
+						if err != nil {
 							t.Fatalf("today's CRD refuses the status of %s %s of %s: %v", u.GetKind(), u.GetName(), filepath.Base(dir), err)
 						}
 						finished = append(finished, u.DeepCopy())
