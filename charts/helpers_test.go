@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	yamlv3 "gopkg.in/yaml.v3"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
@@ -106,9 +107,19 @@ func mustRender(t testing.TB, name string, vals map[string]any) *rendered {
 	return r
 }
 
-// decodeObjects splits a multi-document manifest into objects, skipping empty documents.
+// decodeObjects splits a multi-document manifest into objects, skipping empty documents. A
+// mapping key given twice fails the test: the apimachinery decoder keeps the last silently, and
+// which one the cluster keeps depends on the client.
 func decodeObjects(t testing.TB, manifest string) []*unstructured.Unstructured {
 	t.Helper()
+	for strict := yamlv3.NewDecoder(strings.NewReader(manifest)); ; {
+		var doc any // a Node would not check the keys
+		if err := strict.Decode(&doc); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("rendered manifest is not valid YAML: %v\n%s", err, manifest)
+		}
+	}
 	var objs []*unstructured.Unstructured
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewBufferString(manifest), 4096)
 	for {
