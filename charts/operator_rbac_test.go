@@ -3,11 +3,13 @@ package charts_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -203,6 +205,20 @@ func TestOperatorRunsWithTheChartsRBAC(t *testing.T) {
 	if strings.Contains(strings.ToLower(logs.String()), "forbidden") {
 		t.Errorf("the operator hit a permission it lacks:\n%s", logs.String())
 	}
+	// REST API TLS is on by default: the operator issued its certificate into the chart's empty
+	// Secret with nothing but get and update on it, and agent pods trust that CA.
+	var issued corev1.Secret
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "tatara-system", Name: "tatara-operator-api-tls"}, &issued); err != nil {
+		t.Fatalf("the API's certificate Secret: %v", err)
+	}
+	for _, k := range []string{"tls.crt", "tls.key", "ca.crt"} {
+		if len(issued.Data[k]) == 0 {
+			t.Errorf("the operator did not issue %s into Secret tatara-operator-api-tls (keys %v)", k, slices.Collect(maps.Keys(issued.Data)))
+		}
+	}
+	if got := envValue(append(pod.Spec.InitContainers, pod.Spec.Containers...), "cli", "TATARA_OPERATOR_CA_BUNDLE"); got == "" || got != string(issued.Data["ca.crt"]) {
+		t.Errorf("the agent pod's cli trusts CA bundle %q, want the issued ca.crt", got)
+	}
 
 	// Outside the agent namespaces the ServiceAccount is powerless: a real request as it is
 	// refused, and the authorizer denies every Secret and pod verb there and cluster-wide.
@@ -248,4 +264,19 @@ func TestOperatorRunsWithTheChartsRBAC(t *testing.T) {
 			t.Errorf("SubjectAccessReview denies get %s in tatara-agents, which the operator needs", res)
 		}
 	}
+}
+
+// envValue is the value of env var name in the container named container ("" when absent).
+func envValue(containers []corev1.Container, container, name string) string {
+	for _, c := range containers {
+		if c.Name != container {
+			continue
+		}
+		for _, e := range c.Env {
+			if e.Name == name {
+				return e.Value
+			}
+		}
+	}
+	return ""
 }

@@ -293,10 +293,12 @@ func TestReleaseCheckRBACIsExact(t *testing.T) {
 		nargs []string // args the pod must not have
 	}{
 		{name: "operator", chart: "tatara-operator", want: []rule{{"deployments", []string{"tatara-operator"}}},
-			args:  []string{"--deployment=tatara-operator", "--service=tatara-operator", "--namespace=tatara-system", "--api-port=8082", "--metrics-port=8080"},
-			nargs: []string{"--api-ca-file=/var/run/tatara/api-tls/ca.crt"}},
-		{name: "operator with API TLS", chart: "tatara-operator", vals: apiTLSOn(), want: []rule{{"deployments", []string{"tatara-operator"}}},
+			args: []string{"--deployment=tatara-operator", "--service=tatara-operator", "--namespace=tatara-system", "--api-port=8082", "--metrics-port=8080",
+				"--api-ca-file=/var/run/tatara/api-tls/ca.crt"}},
+		{name: "operator with a mounted API certificate", chart: "tatara-operator", vals: apiTLSOn(), want: []rule{{"deployments", []string{"tatara-operator"}}},
 			args: []string{"--api-ca-file=/var/run/tatara/api-tls/ca.crt"}},
+		{name: "operator without API TLS", chart: "tatara-operator", vals: apiTLSOff(), want: []rule{{"deployments", []string{"tatara-operator"}}},
+			nargs: []string{"--api-ca-file=/var/run/tatara/api-tls/ca.crt"}},
 		{name: "project", chart: "tatara-project", want: []rule{
 			{"projects", []string{"tatara-project"}}, {"limitranges", []string{"tatara-project-limits"}},
 			{"resourcequotas", []string{"tatara-project-quota"}}, {"networkpolicies", []string{"tatara-project-agents"}},

@@ -5,10 +5,13 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"tatara.dev/operator/internal/api"
@@ -30,6 +33,16 @@ func main() {
 	flag.StringVar(&opts.APIAddr, "api-bind-address", ":8082", "address of the REST API for agent tools")
 	flag.StringVar(&opts.APITLSCertDir, "api-tls-cert-dir", "",
 		"directory holding tls.crt and tls.key (a mounted kubernetes.io/tls Secret) for the REST API to serve HTTPS, reloaded when they change; its ca.crt, if any, is given to agent pods as TATARA_OPERATOR_CA_BUNDLE, and --operator-url must be https (empty: plain HTTP)")
+	flag.Func("api-tls-issue-secret",
+		"namespace/name of a Secret where the operator keeps a CA and REST API certificate it issues itself (created if missing, renewed before it ends); the REST API serves HTTPS with it, agent pods get the CA as TATARA_OPERATOR_CA_BUNDLE, and --operator-url must be https naming the certificate's host (excludes --api-tls-cert-dir)",
+		func(v string) error {
+			ns, name, ok := strings.Cut(v, "/")
+			if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+				return fmt.Errorf("want namespace/name, got %q", v)
+			}
+			opts.APITLSSecret = types.NamespacedName{Namespace: ns, Name: name}
+			return nil
+		})
 	flag.BoolVar(&opts.LeaderElection, "leader-elect", false, "enable leader election (run with more than one replica)")
 	flag.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader-election lease (default: in-cluster namespace)")
 	flag.StringVar(&opts.Controller.RuntimeNamespace, "runtime-namespace", envOr("POD_NAMESPACE", "tatara-system"),
@@ -69,7 +82,7 @@ func main() {
 		os.Exit(1)
 	}
 	log.Info("starting operator", "runtimeNamespace", opts.Controller.RuntimeNamespace, "agentNamespaces", opts.AgentNamespaces, "api", opts.APIAddr,
-		"apiTLS", opts.APITLSCertDir != "", "leaderElection", opts.LeaderElection, "cliRuntimeConfigMap", controller.CLIRuntimeConfigMap)
+		"apiTLS", opts.APITLSCertDir != "" || opts.APITLSSecret.Name != "", "leaderElection", opts.LeaderElection, "cliRuntimeConfigMap", controller.CLIRuntimeConfigMap)
 	if err := op.Start(ctx); err != nil {
 		log.Error("operator stopped with an error", "error", err)
 		os.Exit(1)

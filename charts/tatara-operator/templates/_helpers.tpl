@@ -80,16 +80,32 @@ Namespace of the runtime ConfigMaps.
 {{- end }}
 
 {{/*
-URL agent pods reach the REST API at: https when apiTLS.secretName is set. An http URL with TLS on
+URL agent pods reach the REST API at: https unless apiTLS.enabled is false. An http URL with TLS on
 fails the render: the cli would send its Task token in clear to a port that only speaks TLS.
 */}}
 {{- define "tatara-operator.operatorURL" -}}
-{{- $scheme := ternary "https" "http" (ne .Values.apiTLS.secretName "") }}
+{{- $scheme := ternary "https" "http" .Values.apiTLS.enabled }}
 {{- $url := default (printf "%s://%s.%s.svc:%d" $scheme (include "tatara-operator.fullname" .) .Release.Namespace (int .Values.ports.api)) .Values.agentEnv.operatorURL }}
-{{- if and .Values.apiTLS.secretName (not (hasPrefix "https://" $url)) }}
-{{- fail (printf "agentEnv.operatorURL %q must be https when apiTLS.secretName is set" $url) }}
+{{- if and .Values.apiTLS.enabled (not (hasPrefix "https://" $url)) }}
+{{- fail (printf "agentEnv.operatorURL %q must be https while apiTLS.enabled is true" $url) }}
 {{- end }}
 {{- $url }}
+{{- end }}
+
+{{/*
+Where the REST API's certificate comes from: "" (apiTLS.enabled false: plain HTTP), "mounted"
+(apiTLS.secretName, e.g. cert-manager's) or "issued" (the operator's own, in apiTLSSecretName).
+*/}}
+{{- define "tatara-operator.apiTLSSource" -}}
+{{- if .Values.apiTLS.enabled }}{{ ternary "mounted" "issued" (ne .Values.apiTLS.secretName "") }}{{ end }}
+{{- end }}
+
+{{/*
+The Secret holding the REST API's certificate and CA: apiTLS.secretName, or <fullname>-api-tls,
+which this chart creates empty and the operator fills and renews.
+*/}}
+{{- define "tatara-operator.apiTLSSecretName" -}}
+{{- default (printf "%s-api-tls" (include "tatara-operator.fullname" .)) .Values.apiTLS.secretName }}
 {{- end }}
 
 {{/*

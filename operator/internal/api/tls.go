@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -21,15 +22,22 @@ const (
 	TLSCAFile   = "ca.crt"
 )
 
-// TLS is the REST API's serving certificate, read from a mounted kubernetes.io/tls Secret.
+// CertSource holds the current serving certificate and keeps it current while it runs (it is a
+// manager.Runnable): certwatcher for a mounted Secret, apicert.Issuer for the operator's own.
+type CertSource interface {
+	GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error)
+	Start(context.Context) error
+}
+
+// TLS is the REST API's serving certificate.
 type TLS struct {
-	// Watcher holds the current key pair and reloads it when the files change (a renewal): run
-	// it (it is a manager.Runnable) for as long as the server serves.
-	Watcher *certwatcher.CertWatcher
-	// CABundle is the PEM of ca.crt, "" when the directory has none or it is empty (a
-	// certificate from a CA the system roots already know). Agent pods get it as
-	// TATARA_OPERATOR_CA_BUNDLE. It is read once: a new CA reaches new pods after a restart.
-	CABundle string
+	// Source holds the current key pair and renews or reloads it: run it for as long as the
+	// server serves.
+	Source CertSource
+	// CABundle returns the PEM of the CA, "" for a certificate from a CA the system roots
+	// already know. Agent pods get it as TATARA_OPERATOR_CA_BUNDLE. A mounted Secret's ca.crt is
+	// read once (a new CA reaches new pods after a restart); the operator's own CA is current.
+	CABundle func() string
 }
 
 // LoadTLS reads dir's tls.crt and tls.key, and ca.crt if present. A missing, unreadable or
@@ -47,7 +55,7 @@ func LoadTLS(dir string) (*TLS, error) {
 	if err != nil {
 		return nil, fmt.Errorf("failed to load the REST API's TLS key pair %s and %s: %w", certPath, keyPath, err)
 	}
-	t := &TLS{Watcher: w}
+	t := &TLS{Source: w, CABundle: func() string { return "" }}
 	ca, err := os.ReadFile(caPath)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -60,11 +68,11 @@ func LoadTLS(dir string) (*TLS, error) {
 	if _, err := cabundle.Parse(ca); err != nil {
 		return nil, fmt.Errorf("invalid CA bundle %s: %w", caPath, err)
 	}
-	t.CABundle = string(ca)
+	t.CABundle = func() string { return string(ca) }
 	return t, nil
 }
 
-// Config is the server's TLS configuration: the watcher's current certificate, TLS 1.2 at least.
+// Config is the server's TLS configuration: the source's current certificate, TLS 1.2 at least.
 func (t *TLS) Config() *tls.Config {
-	return &tls.Config{GetCertificate: t.Watcher.GetCertificate, MinVersion: tls.VersionTLS12}
+	return &tls.Config{GetCertificate: t.Source.GetCertificate, MinVersion: tls.VersionTLS12}
 }

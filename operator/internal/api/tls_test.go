@@ -84,8 +84,8 @@ func TestServeTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if apiTLS.CABundle != string(ca.PEM) {
-		t.Fatalf("CABundle = %q, want ca.crt's PEM", apiTLS.CABundle)
+	if apiTLS.CABundle() != string(ca.PEM) {
+		t.Fatalf("CABundle = %q, want ca.crt's PEM", apiTLS.CABundle())
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	watcherDone, serverDone := make(chan error, 1), make(chan error, 1)
@@ -98,7 +98,7 @@ func TestServeTLS(t *testing.T) {
 			t.Errorf("certwatcher: %v", err)
 		}
 	})
-	go func() { watcherDone <- apiTLS.Watcher.Start(ctx) }()
+	go func() { watcherDone <- apiTLS.Source.Start(ctx) }()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -233,10 +233,10 @@ func TestLoadTLS(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.CABundle != tt.wantCA {
-				t.Fatalf("CABundle = %q, want %q", got.CABundle, tt.wantCA)
+			if got.CABundle() != tt.wantCA {
+				t.Fatalf("CABundle() = %q, want %q", got.CABundle(), tt.wantCA)
 			}
-			if c, _ := got.Watcher.GetCertificate(nil); c == nil || fmt.Sprint(c.Leaf.SerialNumber) != serial(t, cert) {
+			if c, _ := got.Source.GetCertificate(nil); c == nil || fmt.Sprint(c.Leaf.SerialNumber) != serial(t, cert) {
 				t.Fatalf("watcher holds %v, want the certificate of tls.crt", c)
 			}
 		})

@@ -48,9 +48,10 @@ type Config struct {
 	OperatorURL      string
 	MemoryURL        string
 	ChatURL          string
-	// OperatorCABundle is the PEM of the REST API's CA, for TATARA_OPERATOR_CA_BUNDLE; "" when
-	// the API is plain HTTP or its certificate needs no CA of its own.
-	OperatorCABundle string
+	// OperatorCABundle returns the PEM of the REST API's CA, for TATARA_OPERATOR_CA_BUNDLE; nil
+	// or "" when the API is plain HTTP or its certificate needs no CA of its own. It is called
+	// for each pod, so a CA the operator issues anew reaches the pods created after it.
+	OperatorCABundle func() string
 }
 
 // TaskReconciler reconciles a Task object.
@@ -324,8 +325,10 @@ func readRuntimeConfig(ctx context.Context, c client.Reader, namespace, name str
 // podConfig is the pod builder's input: the operator's URLs and the runtime ConfigMaps' images
 // and container resources. ok false means the Task waits for a ConfigMap (its condition says which).
 func (r *TaskReconciler) podConfig(ctx context.Context, task *tatarav1.Task) (agent.Config, bool, error) {
-	cfg := agent.Config{OperatorURL: r.Config.OperatorURL, OperatorCABundle: r.Config.OperatorCABundle,
-		MemoryURL: r.Config.MemoryURL, ChatURL: r.Config.ChatURL}
+	cfg := agent.Config{OperatorURL: r.Config.OperatorURL, MemoryURL: r.Config.MemoryURL, ChatURL: r.Config.ChatURL}
+	if r.Config.OperatorCABundle != nil {
+		cfg.OperatorCABundle = r.Config.OperatorCABundle()
+	}
 	for _, rc := range []struct {
 		cm     string
 		dst    *string

@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -33,6 +34,7 @@ import (
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 	"tatara.dev/operator/internal/agent"
 	"tatara.dev/operator/internal/api"
+	"tatara.dev/operator/internal/apicert"
 	"tatara.dev/operator/internal/controller"
 	"tatara.dev/operator/internal/index"
 	"tatara.dev/operator/internal/metrics"
@@ -53,6 +55,10 @@ type Options struct {
 	// this directory (a mounted kubernetes.io/tls Secret), reloaded when they change; its
 	// ca.crt, if any, goes to agent pods as TATARA_OPERATOR_CA_BUNDLE. Empty is plain HTTP.
 	APITLSCertDir string
+	// APITLSSecret, when set, makes the REST API serve HTTPS with a CA and certificate the
+	// operator issues itself and keeps in this Secret (apicert), its CA going to agent pods.
+	// At most one of APITLSCertDir and APITLSSecret is set.
+	APITLSSecret types.NamespacedName
 	// LeaderElection enables leader election (the controller runs on one replica; every
 	// replica serves the REST API).
 	LeaderElection          bool
@@ -115,7 +121,11 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 	if err := opts.APIRateLimit.Validate(); err != nil {
 		return nil, fmt.Errorf("failed to configure the REST API: %w", err)
 	}
-	apiTLS, err := loadAPITLS(opts.APITLSCertDir, opts.Controller.OperatorURL)
+	scheme, err := Scheme()
+	if err != nil {
+		return nil, err
+	}
+	apiTLS, err := loadAPITLS(ctx, cfg, scheme, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -125,10 +135,6 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 	reg := opts.Registerer
 	if reg == nil {
 		reg = ctrlmetrics.Registry
-	}
-	scheme, err := Scheme()
-	if err != nil {
-		return nil, err
 	}
 	managed := labels.SelectorFromSet(labels.Set{agent.LabelManagedBy: agent.ManagedByValue})
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
@@ -181,7 +187,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		apiOpts.TLS = apiTLS.Config()
 		// Every replica serves the API, so every replica watches its certificate (the watcher
 		// needs no leader election).
-		if err := mgr.Add(apiTLS.Watcher); err != nil {
+		if err := mgr.Add(apiTLS.Source); err != nil {
 			return nil, fmt.Errorf("failed to add the REST API's certificate watcher: %w", err)
 		}
 	}
@@ -222,17 +228,33 @@ func cacheSynced(c cache.Cache) healthz.Checker {
 	}
 }
 
-// loadAPITLS loads the REST API's certificate from dir (nil when dir is empty). The URL agent pods
-// get must then be https: over http the cli would send its Task token to a TLS port in clear, and
-// fail on every call.
-func loadAPITLS(dir, operatorURL string) (*api.TLS, error) {
-	if dir == "" {
+// loadAPITLS loads the REST API's certificate from the mounted Secret directory, or issues the
+// operator's own into its Secret (nil when TLS is off). The URL agent pods get must then be https:
+// over http the cli would send its Task token to a TLS port in clear, and fail on every call.
+func loadAPITLS(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, opts Options) (*api.TLS, error) {
+	dir, secret := opts.APITLSCertDir, opts.APITLSSecret
+	if dir == "" && secret.Name == "" {
 		return nil, nil
 	}
-	if u, err := url.Parse(operatorURL); err != nil || u.Scheme != "https" {
-		return nil, fmt.Errorf("failed to configure REST API TLS: the operator URL given to agent pods, %q, is not https", operatorURL)
+	if dir != "" && secret.Name != "" {
+		return nil, fmt.Errorf("failed to configure REST API TLS: both a certificate directory (%s) and a Secret to issue into (%s) are set; choose one", dir, secret)
 	}
-	return api.LoadTLS(dir)
+	u, err := url.Parse(opts.Controller.OperatorURL)
+	if err != nil || u.Scheme != "https" || u.Hostname() == "" {
+		return nil, fmt.Errorf("failed to configure REST API TLS: the operator URL given to agent pods, %q, is not an https URL with a host", opts.Controller.OperatorURL)
+	}
+	if dir != "" {
+		return api.LoadTLS(dir)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("failed to create a client for the REST API's certificate Secret: %w", err)
+	}
+	issuer := &apicert.Issuer{Client: c, Secret: secret, Hosts: []string{u.Hostname()}, Log: opts.Log.With("component", "api-tls")}
+	if err := issuer.Ensure(ctx); err != nil {
+		return nil, err
+	}
+	return &api.TLS{Source: issuer, CABundle: issuer.CABundle}, nil
 }
 
 // cacheOptions scopes the cache: every object to agentNamespaces (all namespaces when empty),

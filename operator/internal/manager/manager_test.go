@@ -1,10 +1,14 @@
 package manager
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 
 	"tatara.dev/operator/internal/api"
 	tataratest "tatara.dev/testkit/testutil"
@@ -24,18 +28,24 @@ func TestLoadAPITLS(t *testing.T) {
 	tests := []struct {
 		name    string
 		dir     string
+		secret  string
 		url     string
 		wantTLS bool
 		wantErr string
 	}{
-		{"plain HTTP", "", "http://tatara-operator.tatara-system.svc:8082", false, ""},
-		{"TLS", dir, "https://tatara-operator.tatara-system.svc:8082", true, ""},
-		{"TLS with an http URL for agents", dir, "http://tatara-operator.tatara-system.svc:8082", false, `"http://tatara-operator.tatara-system.svc:8082", is not https`},
-		{"TLS from a directory without a certificate", t.TempDir(), "https://op:8082", false, api.TLSCertFile},
+		{"plain HTTP", "", "", "http://tatara-operator.tatara-system.svc:8082", false, ""},
+		{"TLS", dir, "", "https://tatara-operator.tatara-system.svc:8082", true, ""},
+		{"TLS with an http URL for agents", dir, "", "http://tatara-operator.tatara-system.svc:8082", false, `"http://tatara-operator.tatara-system.svc:8082", is not an https URL`},
+		{"TLS from a directory without a certificate", t.TempDir(), "", "https://op:8082", false, api.TLSCertFile},
+		{"issued TLS with an http URL for agents", "", "tatara-operator-api-tls", "http://op:8082", false, `"http://op:8082", is not an https URL`},
+		{"both a directory and a Secret to issue into", dir, "tatara-operator-api-tls", "https://op:8082", false, "choose one"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := loadAPITLS(tt.dir, tt.url)
+			opts := Options{APITLSCertDir: tt.dir, APITLSSecret: types.NamespacedName{Namespace: "tatara-system", Name: tt.secret}}
+			opts.Controller.OperatorURL = tt.url
+			// No API server: the issued case is covered by envtest (TestRESTAPIOverIssuedTLS).
+			got, err := loadAPITLS(context.Background(), &rest.Config{}, nil, opts)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("loadAPITLS() error = %v, want one containing %q", err, tt.wantErr)
@@ -48,8 +58,8 @@ func TestLoadAPITLS(t *testing.T) {
 			if (got != nil) != tt.wantTLS {
 				t.Fatalf("loadAPITLS() = %v, want TLS %v", got, tt.wantTLS)
 			}
-			if got != nil && got.CABundle != string(ca.PEM) {
-				t.Fatalf("CABundle = %q, want ca.crt", got.CABundle)
+			if got != nil && got.CABundle() != string(ca.PEM) {
+				t.Fatalf("CABundle() = %q, want ca.crt", got.CABundle())
 			}
 		})
 	}
