@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
+	"tatara.dev/cli/pkg/tasktoken"
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 )
 
@@ -33,8 +34,10 @@ func bashStep(command string) string {
 //   - more subtasks than the Project's spec.maxActiveTasks allows are refused with 429;
 //   - the review it may create is told the operator's directive, not the implementer's;
 //   - once the Task has ended, its token (read by the suite, as a thief would have) is inactive,
-//     and its Secret is gone;
-//   - a pod that is not an agent pod cannot reach the operator's REST API (NetworkPolicy).
+//     as is the token the memory backend was sent, and its Secret is gone;
+//   - a pod that is not an agent pod cannot reach the operator's REST API (NetworkPolicy);
+//   - proxies named in the Project's extraEnvs do not divert the cli's calls (all of the above
+//     reached the operator).
 func TestAgentAsAttacker(t *testing.T) {
 	const name = "attacker"
 	var project *tatarav1.Project
@@ -44,7 +47,18 @@ func TestAgentAsAttacker(t *testing.T) {
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			r, _ := clients(t, cfg)
 			// The attacker's Task and one subtask fill a Project that allows two active Tasks.
-			project = projectCopy(ctx, t, cfg, "attacker", func(p *tatarav1.Project) { p.Spec.MaxActiveTasks = 2 })
+			// Its Project also names proxies, as a Project author (or an agent that wrote the
+			// Project) could: were the cli to follow them, every operator call below would go to a
+			// closed port (and, in a real attack, the Task token to the proxy). The model stand-in
+			// is exempt, so the agent itself still reaches it.
+			project = projectCopy(ctx, t, cfg, "attacker", func(p *tatarav1.Project) {
+				p.Spec.MaxActiveTasks = 2
+				for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"} {
+					p.Spec.Agent.ExtraEnvs = append(p.Spec.Agent.ExtraEnvs, corev1.EnvVar{Name: k, Value: "http://127.0.0.1:9"})
+				}
+				noProxy := fmt.Sprintf("%s.%s.svc", modelName, modelNamespace)
+				p.Spec.Agent.ExtraEnvs = append(p.Spec.Agent.ExtraEnvs, corev1.EnvVar{Name: "NO_PROXY", Value: noProxy}, corev1.EnvVar{Name: "no_proxy", Value: noProxy})
+			})
 			task = newTask(name, project.Name, tatarav1.KindImplement, modelScript(name,
 				bashStep(`echo "token-vars: $(cat /proc/[0-9]*/environ 2>/dev/null | tr '\0' '\n' | grep -c '^TATARA_TOKEN=')";`+
 					` echo "token-shaped: $(cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null | grep -aoE 'tatara_[0-9a-f]{64}' | wc -l)";`+
@@ -141,9 +155,14 @@ func TestAgentAsAttacker(t *testing.T) {
 			if err != nil {
 				t.Errorf("the ended Task's token Secret was not deleted: %v", err)
 			}
-			review := tokenReview(ctx, t, cs, stolen)
+			review := tokenReview(ctx, t, cs, stolen, "")
 			if review["active"] != false || !strings.Contains(fmt.Sprint(review["reason"]), "has ended") {
 				t.Errorf("review of the ended Task's token = %v, want inactive because the Task has ended", review)
+			}
+			// What the memory backend was sent for this Task ends with it too.
+			memory := tasktoken.ForAudience(stolen, tasktoken.AudienceMemory)
+			if review := tokenReview(ctx, t, cs, memory, tasktoken.AudienceMemory); review["active"] != false || review["audience"] != tasktoken.AudienceMemory {
+				t.Errorf("memory's review of the ended Task's memory token = %v, want inactive", review)
 			}
 			return ctx
 		}).
@@ -164,13 +183,14 @@ func TestAgentAsAttacker(t *testing.T) {
 	testenv.Test(t, f)
 }
 
-// tokenReview asks the operator who tok belongs to (POST /api/v1/tokenreviews, the backends'
-// contract), through the API server's service proxy.
-func tokenReview(ctx context.Context, t *testing.T, cs *kubernetes.Clientset, tok string) map[string]any {
+// tokenReview asks the operator who tok belongs to for audience ("" for a Task token; POST
+// /api/v1/tokenreviews, the backends' contract), through the API server's service proxy, over HTTPS as the chart's default serves it
+// (the proxy does not verify the certificate: the release check does).
+func tokenReview(ctx context.Context, t *testing.T, cs *kubernetes.Clientset, tok, audience string) map[string]any {
 	t.Helper()
-	body, _ := json.Marshal(map[string]string{"token": tok}) // a map of strings always marshals
+	body, _ := json.Marshal(map[string]string{"token": tok, "audience": audience}) // a map of strings always marshals
 	raw, err := cs.CoreV1().RESTClient().Post().
-		AbsPath("/api/v1/namespaces/"+systemNamespace+"/services/tatara-operator:api/proxy/api/v1/tokenreviews").
+		AbsPath("/api/v1/namespaces/"+systemNamespace+"/services/https:tatara-operator:api/proxy/api/v1/tokenreviews").
 		SetHeader("Content-Type", "application/json").Body(body).DoRaw(ctx)
 	if err != nil {
 		t.Fatalf("token review: %v %s", err, raw)

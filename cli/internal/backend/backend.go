@@ -22,6 +22,7 @@ import (
 
 	"tatara.dev/cli/internal/catalog"
 	"tatara.dev/cli/pkg/cabundle"
+	"tatara.dev/cli/pkg/tasktoken"
 )
 
 const (
@@ -243,9 +244,10 @@ func snippet(b []byte, n int) string {
 	return strings.TrimSpace(string(b))
 }
 
-// TaskClients are the three backends of one Task's cli: each gets the Task token as a bearer
-// (memory and chat review it with the operator, POST /api/v1/tokenreviews) and the identity
-// headers X-Tatara-Project and X-Tatara-Task, which say what the token will be reviewed as.
+// TaskClients are the three backends of one Task's cli: the operator gets the Task token as a
+// bearer, memory and chat each a token for their audience alone, which they review with the
+// operator (POST /api/v1/tokenreviews with the audience); all get the identity headers
+// X-Tatara-Project and X-Tatara-Task, which say what the token will be reviewed as.
 // Memory and chat use hc, the operator operatorHC (OperatorHTTPClient); nil is http.DefaultClient.
 // Every client retries with DefaultRetry and logs each retry to log (nil: no log); the operator
 // client sends idempotency keys.
@@ -258,9 +260,14 @@ func TaskClients(memoryURL, chatURL, operatorURL, project, task, token string, h
 	// The operator records each creating call's key (see its REST API's Idempotency-Key); memory
 	// and chat make no such promise, so their POSTs are never repeated.
 	operator.IdempotencyKeys = true
+	memory, chat := client("memory", memoryURL, hc), client("chat", chatURL, hc)
+	// Memory and chat get tokens bound to them alone (tasktoken.ForAudience), never the Task
+	// token: what a backend receives, it cannot replay to the operator or to the other backend.
+	memory.Token = tasktoken.ForAudience(token, tasktoken.AudienceMemory)
+	chat.Token = tasktoken.ForAudience(token, tasktoken.AudienceChat)
 	return map[catalog.Target]*Client{
-		catalog.TargetMemory:   client("memory", memoryURL, hc),
-		catalog.TargetChat:     client("chat", chatURL, hc),
+		catalog.TargetMemory:   memory,
+		catalog.TargetChat:     chat,
 		catalog.TargetOperator: operator,
 	}
 }

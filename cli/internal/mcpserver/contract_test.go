@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"tatara.dev/cli/internal/catalog"
+	"tatara.dev/cli/pkg/tasktoken"
 )
 
 // contract is what one backend tool must send: the external services (memory, chat) and this
@@ -167,9 +168,14 @@ func TestBackendContracts(t *testing.T) {
 			if !jsonEqual(got.Body, c.body) {
 				t.Errorf("body = %s, want %s", got.Body, c.body)
 			}
-			// Every backend gets the Task token, which memory and chat review with the operator.
-			if got.Auth != "Bearer secret-token" {
-				t.Errorf("Authorization = %q, want the Task token as a bearer", got.Auth)
+			// The operator gets the Task token; memory and chat each a token bound to them, which
+			// they review with the operator, and never the Task token itself.
+			want := "Bearer secret-token"
+			if got.Backend != string(catalog.TargetOperator) {
+				want = "Bearer " + tasktoken.ForAudience("secret-token", got.Backend)
+			}
+			if got.Auth != want {
+				t.Errorf("Authorization = %q, want %q", got.Auth, want)
 			}
 		})
 	}

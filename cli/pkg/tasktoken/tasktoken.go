@@ -1,9 +1,15 @@
 // Package tasktoken is the shape of a Task's API token, the one definition the operator mints and
 // checks tokens by (operator/internal/token) and the cli's and the wrapper's log redaction masks
-// them by (cli/pkg/redact), so a token is masked wherever its value is unknown.
+// them by (cli/pkg/redact), so a token is masked wherever its value is unknown. It also derives
+// the audience tokens the cli sends to the other backends instead of the Task token.
 package tasktoken
 
-import "strconv"
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+)
 
 const (
 	// Prefix starts every token, so a token is recognisable by its shape.
@@ -28,4 +34,24 @@ func Valid(s string) bool {
 		}
 	}
 	return true
+}
+
+// Audiences are the backends other than the operator, each sent its own token (ForAudience).
+const (
+	AudienceMemory = "memory"
+	AudienceChat   = "chat"
+)
+
+// Audiences lists every audience the operator reviews tokens for.
+var Audiences = []string{AudienceMemory, AudienceChat}
+
+// ForAudience is the token a backend other than the operator receives in place of the Task token:
+// HMAC-SHA256 of the audience, keyed by the Task token, in a token's shape (so redaction masks it).
+// The operator, which keeps the Task token, recomputes it to review it for that audience alone;
+// the backend cannot recover the Task token from it, so replaying it to the operator's REST API or
+// to another backend gets it nowhere.
+func ForAudience(token, audience string) string {
+	mac := hmac.New(sha256.New, []byte(token))
+	mac.Write([]byte("tatara.dev/token-audience/" + audience))
+	return Prefix + hex.EncodeToString(mac.Sum(nil))
 }

@@ -32,3 +32,28 @@ func TestValidAndPatternAgree(t *testing.T) {
 		}
 	}
 }
+
+// TestForAudience: an audience token has a token's shape (redaction masks it), is the same for the
+// same Task token and audience, and differs from the Task token, from the other audiences' and
+// from another Task's.
+func TestForAudience(t *testing.T) {
+	const tok = tasktoken.Prefix + "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+	const other = tasktoken.Prefix + "ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100"
+	seen := map[string]string{tok: "the Task token"}
+	for _, aud := range tasktoken.Audiences {
+		got := tasktoken.ForAudience(tok, aud)
+		if !tasktoken.Valid(got) {
+			t.Errorf("ForAudience(tok, %q) = %q, not a token's shape", aud, got)
+		}
+		if again := tasktoken.ForAudience(tok, aud); again != got {
+			t.Errorf("ForAudience(tok, %q) is %q, then %q", aud, got, again)
+		}
+		if prev, dup := seen[got]; dup {
+			t.Errorf("ForAudience(tok, %q) equals %s", aud, prev)
+		}
+		seen[got] = "audience " + aud
+		if o := tasktoken.ForAudience(other, aud); o == got {
+			t.Errorf("two Task tokens give the same %q token", aud)
+		}
+	}
+}

@@ -1,14 +1,19 @@
 // Package index registers the cache field indexes the controller and the REST API look
-// objects up by: Tasks by token hash, by project and by parent.
+// objects up by: Tasks by token hash, by project and by parent; token Secrets by the hashes of
+// their audience tokens.
 package index
 
 import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"tatara.dev/cli/pkg/tasktoken"
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
+	"tatara.dev/operator/internal/agent"
+	"tatara.dev/operator/internal/token"
 )
 
 // Field index names.
@@ -21,7 +26,17 @@ const (
 	TaskProject = "spec.projectRef.name"
 	// TaskParent indexes Tasks by spec.parent.
 	TaskParent = "spec.parent"
+	// SecretAudienceToken indexes token Secrets by AudienceTokenKey of each audience token the
+	// cli derives from theirs (tasktoken.ForAudience), so a backend's token review finds the
+	// Task token it was derived from, again without tokens in clear as index keys.
+	SecretAudienceToken = "audienceToken"
 )
+
+// AudienceTokenKey is the SecretAudienceToken key of an audience token: the audience and the
+// token's hash.
+func AudienceTokenKey(audience, audienceToken string) string {
+	return audience + "/" + token.Hash(audienceToken)
+}
 
 // Register adds the indexes to the manager's cache.
 func Register(ctx context.Context, idx client.FieldIndexer) error {
@@ -45,6 +60,19 @@ func Register(ctx context.Context, idx client.FieldIndexer) error {
 		return nil
 	}); err != nil {
 		return fmt.Errorf("failed to index tasks by %q: %w", TaskParent, err)
+	}
+	if err := idx.IndexField(ctx, &corev1.Secret{}, SecretAudienceToken, func(o client.Object) []string {
+		tok := string(o.(*corev1.Secret).Data[agent.TokenKey])
+		if !tasktoken.Valid(tok) {
+			return nil // not a token Secret
+		}
+		keys := make([]string, 0, len(tasktoken.Audiences))
+		for _, aud := range tasktoken.Audiences {
+			keys = append(keys, AudienceTokenKey(aud, tasktoken.ForAudience(tok, aud)))
+		}
+		return keys
+	}); err != nil {
+		return fmt.Errorf("failed to index secrets by %q: %w", SecretAudienceToken, err)
 	}
 	return nil
 }

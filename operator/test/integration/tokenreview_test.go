@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"tatara.dev/cli/pkg/profiles"
+	"tatara.dev/cli/pkg/tasktoken"
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 )
 
@@ -26,6 +27,10 @@ func TestTokenReview(t *testing.T) {
 	review := func(tok string) response {
 		return call(t, op.url, "POST", "/api/v1/tokenreviews", "", fmt.Sprintf(`{"token":%q}`, tok))
 	}
+	reviewFor := func(audience, tok string) response {
+		return call(t, op.url, "POST", "/api/v1/tokenreviews", "", fmt.Sprintf(`{"token":%q,"audience":%q}`, tok, audience))
+	}
+	memoryToken := tasktoken.ForAudience(tok, tasktoken.AudienceMemory)
 
 	r := review(tok)
 	wantTools, _ := profiles.Tools("review")
@@ -38,6 +43,29 @@ func TestTokenReview(t *testing.T) {
 	}
 	if ops, _ := r.body["operatorTools"].([]any); !slices.Contains(ops, any("review_verdict")) || slices.Contains(ops, any("subtask_create")) {
 		t.Errorf("operatorTools %v, want review's (review_verdict, not subtask_create)", ops)
+	}
+
+	// A backend reviews the token the cli derived for it; what it received is worth nothing
+	// anywhere else: not for another audience, not as a Task token, not at the REST API.
+	if r := reviewFor(tasktoken.AudienceMemory, memoryToken); r.code != 200 || r.body["active"] != true || r.body["task"] != task.Name ||
+		r.body["namespace"] != ns || r.body["audience"] != tasktoken.AudienceMemory {
+		t.Fatalf("memory's review of its token = %d %s, want active for task %s", r.code, r.raw, task.Name)
+	}
+	for name, r := range map[string]response{
+		"the memory token reviewed by chat":         reviewFor(tasktoken.AudienceChat, memoryToken),
+		"the memory token reviewed as a Task token": review(memoryToken),
+		"the Task token reviewed by memory":         reviewFor(tasktoken.AudienceMemory, tok),
+		"a made-up token reviewed by memory":        reviewFor(tasktoken.AudienceMemory, mustNewToken(t)),
+	} {
+		if r.code != 200 || r.body["active"] != false {
+			t.Errorf("%s = %d %s, want inactive", name, r.code, r.raw)
+		}
+	}
+	if r := call(t, op.url, "GET", "/api/v1/tasks/"+task.Name, memoryToken, ""); r.code != 401 {
+		t.Errorf("the memory token as a bearer at the REST API = %d %s, want 401", r.code, r.raw)
+	}
+	if r := reviewFor("operator", tok); r.code != 400 || !strings.Contains(fmt.Sprint(r.body["error"]), `unknown audience "operator"`) {
+		t.Errorf("review for an unknown audience = %d %s, want 400 naming it", r.code, r.raw)
 	}
 
 	for name, other := range map[string]string{"a made-up token": mustNewToken(t), "not a token": "hello"} {
@@ -58,6 +86,9 @@ func TestTokenReview(t *testing.T) {
 		r := review(tok)
 		if r.code != 200 || r.body["active"] != false || !strings.Contains(fmt.Sprint(r.body["reason"]), "has ended") {
 			return fmt.Errorf("review = %d %s", r.code, r.raw)
+		}
+		if r := reviewFor(tasktoken.AudienceMemory, memoryToken); r.code != 200 || r.body["active"] != false {
+			return fmt.Errorf("memory's review of its token = %d %s", r.code, r.raw)
 		}
 		return nil
 	})
