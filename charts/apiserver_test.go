@@ -76,7 +76,7 @@ func apiServer(t *testing.T) client.Client {
 		if assets, envErr = envtestassets.Dir(); envErr != nil {
 			return
 		}
-		root := repoRoot(t)
+		root := testutil.WorkspaceDir(t)
 		testEnv = &envtest.Environment{
 			BinaryAssetsDirectory: assets,
 			CRDDirectoryPaths: []string{

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -20,6 +19,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"tatara.dev/charts/internal/pins"
+	"tatara.dev/testkit/testutil"
 )
 
 // chartNames are the charts this module checks, in rollout order.
@@ -36,19 +36,8 @@ var namespaceOf = map[string]string{
 // monitoringCharts have the monitoring switch.
 var monitoringCharts = []string{"tatara-cli", "tatara-wrapper", "tatara-operator"}
 
-// repoRoot is the repository root (the parent of this module), found from this file so the tests
-// also work from an IDE.
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("failed to locate the test file")
-	}
-	return filepath.Dir(filepath.Dir(file))
-}
-
 func chartDir(t testing.TB, name string) string {
-	return filepath.Join(repoRoot(t), "charts", name)
+	return filepath.Join(testutil.WorkspaceDir(t), "charts", name)
 }
 
 // rendered is one chart render: its objects (CRDs included), its hooks (the Helm test pod) and
@@ -167,7 +156,7 @@ func monitoringOn() map[string]any {
 // loadPins reads the repository's pins.
 func loadPins(t testing.TB) *pins.State {
 	t.Helper()
-	st, err := pins.Load(repoRoot(t))
+	st, err := pins.Load(testutil.WorkspaceDir(t))
 	if err != nil {
 		t.Fatalf("failed to load pins: %v", err)
 	}

@@ -62,7 +62,7 @@ func applyForReal(t *testing.T, c client.Client, objs []*unstructured.Unstructur
 func TestOperatorRunsWithTheChartsRBAC(t *testing.T) {
 	// Built before the clock starts: a cold compile on a busy 2-core CI machine has taken
 	// longer than the whole behaviour budget; go test's own -timeout still bounds it.
-	bin := testutil.BuildBinary(t, filepath.Join(repoRoot(t), "operator"), "./cmd")
+	bin := testutil.BuildBinary(t, filepath.Join(testutil.WorkspaceDir(t), "operator"), "./cmd")
 
 	c := apiServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

@@ -8,13 +8,14 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"tatara.dev/charts/internal/chartrelease"
+	"tatara.dev/testkit/testutil"
 )
 
 // TestChartVersionsMoveWithTheirContent: a chart whose files differ from its recorded release
 // must get a new, greater version (chart-testing's --check-version-increment). With
 // UPDATE_GOLDEN=1 the current version of each chart is recorded, unless it already is.
 func TestChartVersionsMoveWithTheirContent(t *testing.T) {
-	root := repoRoot(t)
+	root := testutil.WorkspaceDir(t)
 	record, err := chartrelease.Load(root)
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,8 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
+
+	"tatara.dev/testkit/testutil"
 )
 
 // manifest renders a chart to the text `helm template` prints.
@@ -48,7 +50,7 @@ func TestDefaultRenderSnapshots(t *testing.T) {
 	for _, tc := range renderCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			got := manifest(t, tc.chart, tc.vals)
-			path := filepath.Join(repoRoot(t), "charts", "testdata", "snapshots", strings.ReplaceAll(tc.name, "/", "_")+".yaml")
+			path := filepath.Join(testutil.WorkspaceDir(t), "charts", "testdata", "snapshots", strings.ReplaceAll(tc.name, "/", "_")+".yaml")
 			if os.Getenv("UPDATE_GOLDEN") == "1" {
 				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 					t.Fatal(err)

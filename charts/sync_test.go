@@ -7,12 +7,13 @@ import (
 	"testing"
 
 	"tatara.dev/charts/internal/opsync"
+	"tatara.dev/testkit/testutil"
 )
 
 // TestOperatorChartIsInSyncWithTheOperator: crds/ and the ClusterRole rules are exactly what the
 // operator generates from its markers (`make sync-crds` fixes a failure).
 func TestOperatorChartIsInSyncWithTheOperator(t *testing.T) {
-	if err := opsync.Check(repoRoot(t)); err != nil {
+	if err := opsync.Check(testutil.WorkspaceDir(t)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -21,7 +22,7 @@ func TestOperatorChartIsInSyncWithTheOperator(t *testing.T) {
 // chart's Roles, in the namespaces the operator uses it in (ConfigMaps in the runtime namespace,
 // Leases in the release namespace, the rest in each agent namespace), and by no ClusterRole.
 func TestOperatorRolesGrantTheNarrowedRules(t *testing.T) {
-	agentRules, narrowed, err := opsync.ClusterRules(repoRoot(t))
+	agentRules, narrowed, err := opsync.ClusterRules(testutil.WorkspaceDir(t))
 	if err != nil {
 		t.Fatal(err)
 	}

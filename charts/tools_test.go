@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"tatara.dev/charts/internal/pins"
+	"tatara.dev/testkit/testutil"
 )
 
 // run runs a pinned tool and returns its stdout; stderr goes into the failure message.
@@ -58,7 +59,7 @@ func TestHelmLintStrict(t *testing.T) {
 				}
 				args = append(args, "--values", f)
 			}
-			out, err := run(t, repoRoot(t), helm, args...)
+			out, err := run(t, testutil.WorkspaceDir(t), helm, args...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -77,7 +78,7 @@ func helmfileTemplate(t *testing.T, env string) string {
 	t.Helper()
 	helm := requireTool(t, "TATARA_HELM", "helm")
 	helmfile := requireTool(t, "TATARA_HELMFILE", "helmfile")
-	out, err := run(t, filepath.Join(repoRoot(t), "helmfile"), helmfile,
+	out, err := run(t, filepath.Join(testutil.WorkspaceDir(t), "helmfile"), helmfile,
 		"--helm-binary", helm, "--environment", env, "--file", "helmfile.yaml", "template", "--skip-deps", "--include-crds")
 	if err != nil {
 		t.Fatal(err)

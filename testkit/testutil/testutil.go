@@ -1,6 +1,7 @@
 // Package testutil holds the helpers the tests of every module of the workspace share: BuildBinary
 // builds a main package of the workspace once per test process, SyncBuffer collects what a process
-// or a logger writes while the test reads it, CA issues throwaway TLS certificates.
+// or a logger writes while the test reads it, WaitFor polls for a condition, CA issues throwaway
+// TLS certificates.
 //
 // Only tests import this package (_test.go files and test helper packages): it imports testing,
 // and no binary of the repository may link it.
@@ -16,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // SyncBuffer is an io.Writer safe for concurrent use: a process's stdout and stderr, or a logger
@@ -164,4 +166,17 @@ func WorkspaceDir(t testing.TB) string {
 		return ""
 	}
 	return workspaceDir
+}
+
+// WaitFor polls cond every 5 ms until it holds, failing the test after 20 s with what it waited
+// for: tests wait on observable state, never on a fixed sleep.
+func WaitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

@@ -11,19 +11,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
-)
 
-// repoRoot is the repository root, found from this file.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..")
-}
+	"tatara.dev/testkit/testutil"
+)
 
 // copyPins copies the files holding pins into a temporary repository root.
 func copyPins(t *testing.T) string {
 	t.Helper()
-	src, dst := repoRoot(t), t.TempDir()
+	src, dst := testutil.WorkspaceDir(t), t.TempDir()
 	files := []string{HelmfilePath, VersionsEnvPath, MonitoringValuesPath}
 	for _, c := range Components {
 		for _, ch := range c.Charts {
@@ -98,7 +93,7 @@ func lineOf(t *testing.T, root, rel, prefix string) string {
 }
 
 func TestRepositoryPinsAgree(t *testing.T) {
-	st, err := Load(repoRoot(t))
+	st, err := Load(testutil.WorkspaceDir(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -416,7 +411,7 @@ func TestBumpMovesEveryPinOfOneComponent(t *testing.T) {
 // PinnedImages.
 func pinnedImageVars(t *testing.T) string {
 	t.Helper()
-	vars, err := readEnv(repoRoot(t), VersionsEnvPath)
+	vars, err := readEnv(testutil.WorkspaceDir(t), VersionsEnvPath)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,6 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -156,17 +155,6 @@ func (l *logLines) find(msg string) map[string]any {
 	return nil
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // The HTTP transport as the agent pod runs it: streamable HTTP on --listen, /metrics on
 // --metrics-addr defaulted from TATARA_METRICS_ADDR, JSON logs on stderr, SIGTERM stops it.
 func TestHTTPTransportMetricsLogsAndShutdown(t *testing.T) {
@@ -177,7 +165,7 @@ func TestHTTPTransportMetricsLogsAndShutdown(t *testing.T) {
 		"TATARA_PROJECT=proj", "TATARA_TASK=task-9", "TATARA_TOKEN="+taskToken)
 	logs, logsDone := startLogged(t, cmd)
 	defer func() { _ = cmd.Process.Kill() }()
-	waitFor(t, "startup log", func() bool { return logs.find("mcp server started") != nil })
+	testutil.WaitFor(t, "startup log", func() bool { return logs.find("mcp server started") != nil })
 	brainstorm, _ := catalog.ProfileTools("brainstorm")
 	want := len(brainstorm)
 	start := logs.find("mcp server started")
@@ -242,7 +230,7 @@ func TestHTTPTransportMetricsLogsAndShutdown(t *testing.T) {
 	if res, err := c.CallTool(context.Background(), bad); err != nil || !res.IsError {
 		t.Fatalf("report with a 1 MiB category: %v %+v, want a tool error", err, res)
 	}
-	waitFor(t, "the long report's log line", func() bool {
+	testutil.WaitFor(t, "the long report's log line", func() bool {
 		logs.mu.Lock()
 		defer logs.mu.Unlock()
 		for _, rec := range logs.lines {

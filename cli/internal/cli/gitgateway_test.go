@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"tatara.dev/cli/internal/cli"
+	"tatara.dev/testkit/testutil"
 )
 
 const gatewayToken = "gw-token-7d1e5a93c0b2"
@@ -67,7 +68,7 @@ func TestGitGatewayBinary(t *testing.T) {
 		"--upstream", "http://127.0.0.1:1/demo.git", "--token-file", writeTokenFile(t, "  "+gatewayToken+"\n"), "--branch-prefix", "tatara/t1")
 	logs, logsDone := startLogged(t, cmd)
 	defer func() { _ = cmd.Process.Kill() }()
-	waitFor(t, "startup log", func() bool { return logs.find("git gateway started") != nil })
+	testutil.WaitFor(t, "startup log", func() bool { return logs.find("git gateway started") != nil })
 	start := logs.find("git gateway started")
 	if start["branch"] != "refs/heads/tatara/t1" || start["upstream"] != "http://127.0.0.1:1/demo.git" || start["listen"] != "http://"+listen+"/" {
 		t.Errorf("startup log = %v", start)
@@ -106,7 +107,7 @@ func TestGitGatewayBinary(t *testing.T) {
 		!strings.Contains(text, `tatara_git_gateway_pushes_total{outcome="accepted"} 0`) {
 		t.Errorf("/metrics lacks the push counter:\n%s", text)
 	}
-	waitFor(t, "refusal log", func() bool { return logs.find("git push refused") != nil })
+	testutil.WaitFor(t, "refusal log", func() bool { return logs.find("git push refused") != nil })
 	if rec := logs.find("git push refused"); rec["level"] != "WARN" {
 		t.Errorf("refusal log = %v", rec)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"tatara.dev/cli/internal/cli"
+	"tatara.dev/testkit/testutil"
 )
 
 // The transport tests run the real binary on a loopback listener, as in the agent pod, and speak
@@ -43,7 +44,7 @@ func startHTTPMCP(t *testing.T, env []string, args ...string) *mcpProcess {
 	cmd.Env = append(os.Environ(), append([]string{"TATARA_PROJECT=proj", "TATARA_TASK=task-1"}, env...)...)
 	logs, done := startLogged(t, cmd)
 	t.Cleanup(func() { _ = cmd.Process.Kill(); <-done; _ = cmd.Wait() })
-	waitFor(t, "startup log", func() bool {
+	testutil.WaitFor(t, "startup log", func() bool {
 		select {
 		case <-done:
 			logs.mu.Lock()

@@ -2,8 +2,6 @@ package mcpserver
 
 import (
 	"fmt"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -19,30 +17,6 @@ import (
 )
 
 const durationMetric = "tatara_mcp_tool_call_duration_seconds"
-
-// scrapeLines GETs a /metrics endpoint and returns the sample lines of one metric family
-// (for a histogram: its _bucket, _sum and _count lines).
-func scrapeLines(t *testing.T, url, family string) []string {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text, err := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for line := range strings.SplitSeq(string(text), "\n") {
-		name, _, _ := strings.Cut(line, "{")
-		name, _, _ = strings.Cut(name, " ")
-		if strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, "_bucket"), "_sum"), "_count") == family {
-			out = append(out, line)
-		}
-	}
-	return out
-}
 
 func withPrefix(lines []string, prefix string) []string {
 	var out []string
@@ -60,14 +34,14 @@ func TestToolCallDurationObservedOncePerCall(t *testing.T) {
 	metricsSrv := httptest.NewServer(promhttp.HandlerFor(h.reg, promhttp.HandlerOpts{}))
 	defer metricsSrv.Close()
 
-	if lines := scrapeLines(t, metricsSrv.URL, durationMetric); len(lines) != 0 {
+	if lines := tataratest.ScrapeLines(t, metricsSrv.URL, durationMetric); len(lines) != 0 {
 		t.Fatalf("%s has series before any call: %q", durationMetric, lines)
 	}
 
 	if res := h.call(t, "code_stats", map[string]any{"repo": "r"}); res.IsError {
 		t.Fatalf("code_stats failed: %s", resultText(res))
 	}
-	lines := scrapeLines(t, metricsSrv.URL, durationMetric)
+	lines := tataratest.ScrapeLines(t, metricsSrv.URL, durationMetric)
 	const success = `outcome="success",tool="code_stats"`
 	if got, want := withPrefix(lines, durationMetric+"_count"), []string{durationMetric + "_count{" + success + "} 1"}; !slices.Equal(got, want) {
 		t.Fatalf("after one call, _count series = %q, want %q", got, want)
@@ -77,7 +51,7 @@ func TestToolCallDurationObservedOncePerCall(t *testing.T) {
 	// The counter's series exist at 0 from the start (obs.Metrics.ToolsRegistered); the call moved
 	// exactly the histogram's one series.
 	var nonZero []string
-	for _, l := range scrapeLines(t, metricsSrv.URL, "tatara_mcp_tool_calls_total") {
+	for _, l := range tataratest.ScrapeLines(t, metricsSrv.URL, "tatara_mcp_tool_calls_total") {
 		if !strings.HasSuffix(l, "} 0") {
 			nonZero = append(nonZero, l)
 		}
@@ -90,7 +64,7 @@ func TestToolCallDurationObservedOncePerCall(t *testing.T) {
 	if res := h.call(t, "code_search", map[string]any{"repo": "r"}); !res.IsError {
 		t.Fatalf("code_search without query succeeded: %s", resultText(res))
 	}
-	lines = scrapeLines(t, metricsSrv.URL, durationMetric)
+	lines = tataratest.ScrapeLines(t, metricsSrv.URL, durationMetric)
 	want := []string{
 		durationMetric + `_count{outcome="invalid_arguments",tool="code_search"} 1`,
 		durationMetric + "_count{" + success + "} 1",

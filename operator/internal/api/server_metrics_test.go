@@ -85,31 +85,10 @@ func do(t *testing.T, method, url, tok string) int {
 	return resp.StatusCode
 }
 
-// scrape returns the sample lines of /metrics that start with prefix.
-func scrape(t *testing.T, url, prefix string) []string {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text, err := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for line := range strings.SplitSeq(string(text), "\n") {
-		if strings.HasPrefix(line, prefix) {
-			out = append(out, line)
-		}
-	}
-	return out
-}
-
 // One REST request is one observation, labelled with its route pattern, not its path.
 func TestRequestDurationByRoutePattern(t *testing.T) {
 	api, metricsURL, tok := metricsServer(t)
-	if lines := scrape(t, metricsURL, durationMetric); len(lines) != 0 {
+	if lines := tataratest.ScrapeLines(t, metricsURL, durationMetric); len(lines) != 0 {
 		t.Fatalf("%s has series before any request: %q", durationMetric, lines)
 	}
 
@@ -117,13 +96,13 @@ func TestRequestDurationByRoutePattern(t *testing.T) {
 		t.Fatalf("task_get = %d, want 200", code)
 	}
 	const taskGet = `code="200",method="get",route="/api/v1/tasks/{task}"`
-	if got, want := scrape(t, metricsURL, durationMetric+"_count"), []string{durationMetric + "_count{" + taskGet + "} 1"}; !slices.Equal(got, want) {
+	if got, want := tataratest.ScrapeLines(t, metricsURL, durationMetric+"_count"), []string{durationMetric + "_count{" + taskGet + "} 1"}; !slices.Equal(got, want) {
 		t.Fatalf("after one request, _count series = %q, want %q", got, want)
 	}
-	buckets := scrape(t, metricsURL, durationMetric+"_bucket")
+	buckets := tataratest.ScrapeLines(t, metricsURL, durationMetric+"_bucket")
 	tataratest.CheckHistogramBuckets(t, buckets, durationMetric, taskGet, metrics.HTTPRequestDurationBuckets, 1)
 	// The tool counter sits next to it and counted the same request.
-	if got, want := scrape(t, metricsURL, "tatara_operator_api_requests_total{"), []string{`tatara_operator_api_requests_total{code="200",tool="task_get"} 1`}; !slices.Equal(got, want) {
+	if got, want := tataratest.ScrapeLines(t, metricsURL, "tatara_operator_api_requests_total{"), []string{`tatara_operator_api_requests_total{code="200",tool="task_get"} 1`}; !slices.Equal(got, want) {
 		t.Errorf("api requests counter = %q, want %q", got, want)
 	}
 
@@ -140,7 +119,7 @@ func TestRequestDurationByRoutePattern(t *testing.T) {
 		durationMetric + `_count{code="404",method="get",route="/"} 1`,
 		durationMetric + `_count{code="404",method="unknown",route="/"} 1`,
 	}
-	if got := scrape(t, metricsURL, durationMetric+"_count"); !slices.Equal(got, want) {
+	if got := tataratest.ScrapeLines(t, metricsURL, durationMetric+"_count"); !slices.Equal(got, want) {
 		t.Errorf("_count series = %q, want %q", got, want)
 	}
 }

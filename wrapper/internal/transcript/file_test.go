@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"tatara.dev/testkit/testutil"
 )
 
 // transcriptPath is where the agent CLI writes the session's transcript under root.
@@ -73,18 +75,6 @@ func runTailer(t *testing.T, root string, opts ...Option) (*Tailer, *logCapture,
 	return tl, c, cancel, done
 }
 
-// waitFor polls cond; tests wait on observable state, never on a fixed sleep.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func TestFileRandomChunks(t *testing.T) {
 	lines, want := sampleTranscript()
 	data := []byte(strings.Join(lines, "\n") + "\n")
@@ -116,14 +106,14 @@ func TestFileLateCreation(t *testing.T) {
 	tl, logs, stop, done := runTailer(t, root)
 	defer func() { stop(); <-done }()
 	// Several polls find nothing, not even the projects directory.
-	waitFor(t, "polls before the file exists", func() bool { return time.Since(tl.Heartbeat()) < time.Millisecond })
+	testutil.WaitFor(t, "polls before the file exists", func() bool { return time.Since(tl.Heartbeat()) < time.Millisecond })
 	time.Sleep(20 * time.Millisecond)
 	if n := len(logs.records(t, "")); n != 0 {
 		t.Fatalf("logs before the file exists: %s", logs.text())
 	}
 	path := transcriptPath(root)
 	writeChunks(t, path, []byte(assistantLine("m", textBlock("late"))+"\n"), rand.New(rand.NewPCG(1, 1)))
-	waitFor(t, "the late line", func() bool { return len(logs.eventTypes(t)) == 1 })
+	testutil.WaitFor(t, "the late line", func() bool { return len(logs.eventTypes(t)) == 1 })
 	if found := logs.records(t, "transcript found"); len(found) != 1 || found[0]["path"] != path {
 		t.Fatalf("transcript found lines = %v", found)
 	}
@@ -135,12 +125,12 @@ func TestFilePartialLineWaitsForNewline(t *testing.T) {
 	line := assistantLine("m", textBlock("two halves"))
 	writeChunks(t, path, []byte(line[:len(line)/2]), rand.New(rand.NewPCG(2, 2)))
 	tl, logs, stop, done := runTailer(t, root)
-	waitFor(t, "the first half read", func() bool { return tl.Summary().Bytes == int64(len(line)/2) })
+	testutil.WaitFor(t, "the first half read", func() bool { return tl.Summary().Bytes == int64(len(line)/2) })
 	if n := len(logs.eventTypes(t)); n != 0 {
 		t.Fatalf("acted on an unfinished line: %s", logs.text())
 	}
 	writeChunks(t, path, []byte(line[len(line)/2:]+"\n"+line[:10]), rand.New(rand.NewPCG(3, 3)))
-	waitFor(t, "the completed line", func() bool { return len(logs.eventTypes(t)) == 1 })
+	testutil.WaitFor(t, "the completed line", func() bool { return len(logs.eventTypes(t)) == 1 })
 	stop()
 	<-done
 	if warn := logs.records(t, "transcript ends with an unterminated line; left unprocessed"); len(warn) != 1 || warn[0]["bytes"] != float64(10) {
@@ -168,7 +158,7 @@ func TestFileHugeLine(t *testing.T) {
 			root := t.TempDir()
 			tl, logs, stop, done := runTailer(t, root, WithMaxLineBytes(tc.maxLine))
 			writeChunks(t, transcriptPath(root), []byte(huge+"\n"+after+"\n"), rand.New(rand.NewPCG(4, 4)))
-			waitFor(t, "both lines", func() bool { return len(logs.eventTypes(t)) == 2 })
+			testutil.WaitFor(t, "both lines", func() bool { return len(logs.eventTypes(t)) == 2 })
 			stop()
 			<-done
 			recs := logs.records(t, "agent_stream")
@@ -192,13 +182,13 @@ func TestFileTruncation(t *testing.T) {
 	writeChunks(t, path, []byte(strings.Join(first, "\n")+"\n"), rand.New(rand.NewPCG(5, 5)))
 	_, logs, stop, done := runTailer(t, root)
 	defer func() { stop(); <-done }()
-	waitFor(t, "the first lines", func() bool { return len(logs.eventTypes(t)) == 3 })
+	testutil.WaitFor(t, "the first lines", func() bool { return len(logs.eventTypes(t)) == 3 })
 	if err := os.Truncate(path, 0); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the shrink noticed", func() bool { return len(logs.records(t, "transcript shrank; reading from the start")) == 1 })
+	testutil.WaitFor(t, "the shrink noticed", func() bool { return len(logs.records(t, "transcript shrank; reading from the start")) == 1 })
 	writeChunks(t, path, []byte(assistantLine("m2", toolUseBlock("toolu_t", "Read", `{}`))+"\n"), rand.New(rand.NewPCG(6, 6)))
-	waitFor(t, "the line written after truncation", func() bool { return len(logs.eventTypes(t)) == 4 })
+	testutil.WaitFor(t, "the line written after truncation", func() bool { return len(logs.eventTypes(t)) == 4 })
 	if got := logs.eventTypes(t); got[3] != "tool_use" {
 		t.Fatalf("events = %v", got)
 	}
@@ -210,13 +200,13 @@ func TestFileReplaced(t *testing.T) {
 	writeChunks(t, path, []byte(assistantLine("m1", textBlock("old file line, long enough to be past the new file's end"))+"\n"), rand.New(rand.NewPCG(7, 7)))
 	_, logs, stop, done := runTailer(t, root)
 	defer func() { stop(); <-done }()
-	waitFor(t, "the old file", func() bool { return len(logs.eventTypes(t)) == 1 })
+	testutil.WaitFor(t, "the old file", func() bool { return len(logs.eventTypes(t)) == 1 })
 	tmp := path + ".tmp"
 	writeChunks(t, tmp, []byte(assistantLine("m2", textBlock("new"))+"\n"), rand.New(rand.NewPCG(8, 8)))
 	if err := os.Rename(tmp, path); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the new file", func() bool { return len(logs.eventTypes(t)) == 2 })
+	testutil.WaitFor(t, "the new file", func() bool { return len(logs.eventTypes(t)) == 2 })
 }
 
 func TestFileSubagents(t *testing.T) {
@@ -255,12 +245,12 @@ func TestFileRemovedWhileWritten(t *testing.T) {
 	if _, err := f.WriteString(assistantLine("m", textBlock("before")) + "\n"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the first line", func() bool { return len(logs.eventTypes(t)) == 1 })
+	testutil.WaitFor(t, "the first line", func() bool { return len(logs.eventTypes(t)) == 1 })
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.WriteString(assistantLine("m", textBlock("after removal")) + "\n"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the line written after removal", func() bool { return len(logs.eventTypes(t)) == 2 })
+	testutil.WaitFor(t, "the line written after removal", func() bool { return len(logs.eventTypes(t)) == 2 })
 }
