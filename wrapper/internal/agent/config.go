@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"tatara.dev/cli/pkg/agentpod"
@@ -106,7 +107,53 @@ func Env(parent []string, configDir string, drop ...string) []string {
 			out = append(out, kv)
 		}
 	}
+	out = exemptLoopbackFromProxies(out)
 	return append(out, ConfigDirEnv+"="+configDir)
+}
+
+// proxyEnv are the variables that send the agent CLI's HTTP through a proxy.
+var proxyEnv = []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"}
+
+// loopbackHosts are what the agent reaches inside its pod: its MCP server, the cli sidecar, on
+// 127.0.0.1.
+var loopbackHosts = []string{"127.0.0.1", "localhost"}
+
+// exemptLoopbackFromProxies adds loopbackHosts to NO_PROXY and no_proxy when env names a proxy: a
+// Project that routes the agent through its proxy (extraEnvs) would otherwise send the agent's
+// MCP connection to the proxy too, and the agent would run without its tools.
+func exemptLoopbackFromProxies(env []string) []string {
+	values := map[string]string{}
+	for _, kv := range env {
+		name, value, _ := strings.Cut(kv, "=")
+		values[name] = value
+	}
+	proxied := false
+	for _, name := range proxyEnv {
+		proxied = proxied || values[name] != ""
+	}
+	if !proxied {
+		return env
+	}
+	for _, name := range []string{"NO_PROXY", "no_proxy"} {
+		var entries []string
+		for e := range strings.SplitSeq(values[name], ",") {
+			if e = strings.TrimSpace(e); e != "" {
+				entries = append(entries, e)
+			}
+		}
+		missing := false
+		for _, host := range loopbackHosts {
+			if !contains(entries, host) {
+				entries, missing = append(entries, host), true
+			}
+		}
+		if !missing {
+			continue
+		}
+		env = slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, name+"=") })
+		env = append(env, name+"="+strings.Join(entries, ","))
+	}
+	return env
 }
 
 func contains(list []string, s string) bool {
