@@ -36,8 +36,8 @@ func bashStep(command string) string {
 //   - once the Task has ended, its token (read by the suite, as a thief would have) is inactive,
 //     as is the token the memory backend was sent, and its Secret is gone;
 //   - a pod that is not an agent pod cannot reach the operator's REST API (NetworkPolicy);
-//   - proxies named in the Project's extraEnvs do not divert the cli's calls (all of the above
-//     reached the operator).
+//   - proxies named in the Project's extraEnvs do not divert the cli's calls, nor the agent's
+//     connection to its MCP server (all of the above reached the operator).
 func TestAgentAsAttacker(t *testing.T) {
 	const name = "attacker"
 	var project *tatarav1.Project
@@ -49,8 +49,9 @@ func TestAgentAsAttacker(t *testing.T) {
 			// The attacker's Task and one subtask fill a Project that allows two active Tasks.
 			// Its Project also names proxies, as a Project author (or an agent that wrote the
 			// Project) could: were the cli to follow them, every operator call below would go to a
-			// closed port (and, in a real attack, the Task token to the proxy). The model stand-in
-			// is exempt, so the agent itself still reaches it.
+			// closed port (and, in a real attack, the Task token to the proxy). NO_PROXY exempts
+			// only the model stand-in, as a Project would its model host; the wrapper adds
+			// loopback, so the agent still reaches its MCP server.
 			project = projectCopy(ctx, t, cfg, "attacker", func(p *tatarav1.Project) {
 				p.Spec.MaxActiveTasks = 2
 				for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"} {

@@ -68,6 +68,22 @@ func createRepoSecrets(ctx context.Context, cfg *envconf.Config) (context.Contex
 // `git diff` and commits through its shell, pushes its branch through the git gateway (a push to
 // main is refused), then records change_summary and pr_outcome over MCP. Neither token reaches the
 // agent's container or any log.
+// pushOptionAttempt is what git itself will not send when the server does not advertise push
+// options: a receive-pack request, written by hand to the pod's git gateway, that rewinds the
+// Task's own branch to its parent with the push options a GitLab-style host acts on (open a merge
+// request into main). The gateway must refuse it whole; its answer is printed for the test.
+const pushOptionAttempt = `url=$(git remote get-url origin); ` +
+	`perl -MIO::Socket::INET -MDigest::SHA=sha1 -e '` +
+	`my ($url, $old, $new, $ref) = @ARGV; $url =~ m{^http://([^/:]+):(\d+)(/.*)$} or die "origin $url"; ` +
+	`my ($host, $port, $path) = ($1, $2, $3); sub pkt { sprintf("%04x", length($_[0]) + 4) . $_[0] } ` +
+	`my $pack = "PACK" . pack("NN", 2, 0); $pack .= sha1($pack); ` +
+	`my $body = pkt("$old $new refs/heads/$ref\0report-status push-options\n") . "0000" . ` +
+	`pkt("merge_request.create\n") . pkt("merge_request.target=main\n") . "0000" . $pack; ` +
+	`my $s = IO::Socket::INET->new(PeerAddr => $host, PeerPort => $port) or die "connect: $!"; ` +
+	`print $s "POST $path/git-receive-pack HTTP/1.0\r\nHost: $host\r\nContent-Type: application/x-git-receive-pack-request\r\nContent-Length: " . length($body) . "\r\n\r\n" . $body; ` +
+	`local $/; my $r = <$s>; $r =~ s/[^\x20-\x7e\n]/./g; print $r;` +
+	`' "$url" "$(git rev-parse HEAD)" "$(git rev-parse HEAD~1)" "$(git rev-parse --abbrev-ref HEAD)"`
+
 func TestCodingRun(t *testing.T) {
 	const name = "coding-run"
 	var branch string // tatara/<task>-<uid>: known once the Task exists
@@ -94,6 +110,7 @@ func TestCodingRun(t *testing.T) {
 				`call Bash {"command":"git commit -q -am 'greeting: say who wrote it' && git log --oneline -1","description":"Commit"}`,
 				`call Bash {"command":"git push origin HEAD:refs/heads/main 2>&1","description":"Push to main"}`,
 				`call Bash {"command":"git push -q origin HEAD 2>&1 && git ls-remote origin","description":"Push the branch"}`,
+				bashStep(pushOptionAttempt),
 				`call change_summary {"summary":"greeting.txt now says a Tatara agent wrote it"}`,
 				fmt.Sprintf(`call pr_outcome {"outcome":"opened","url":"%s"}`, gitServerURL(demoRepo)),
 				"say done"))
@@ -116,7 +133,8 @@ func TestCodingRun(t *testing.T) {
 				toolErrors = rec.ToolErrors // each record has the conversation's errors so far
 			}
 			all := results.String()
-			for _, want := range []string{demoLine, "-" + demoLine, "+" + agentsLine, "greeting: say who wrote it", "refs/heads/" + branch} {
+			for _, want := range []string{demoLine, "-" + demoLine, "+" + agentsLine, "greeting: say who wrote it", "refs/heads/" + branch,
+				"ng refs/heads/" + branch + " push options (git push -o) are not supported by the git gateway"} {
 				if !strings.Contains(all, want) {
 					t.Errorf("the agent's tool results lack %q; results:\n%s", want, all)
 				}
