@@ -74,8 +74,8 @@ func createRepoSecrets(ctx context.Context, cfg *envconf.Config) (context.Contex
 // request into main). The gateway must refuse it whole; its answer is printed for the test.
 const pushOptionAttempt = `url=$(git remote get-url origin); ` +
 	`perl -MIO::Socket::INET -MDigest::SHA=sha1 -e '` +
-	`my ($url, $old, $new, $ref) = @ARGV; $url =~ m{^http://([^/:]+):(\d+)(/.*)$} or die "origin $url"; ` +
-	`my ($host, $port, $path) = ($1, $2, $3); sub pkt { sprintf("%04x", length($_[0]) + 4) . $_[0] } ` +
+	`my ($url, $old, $new, $ref) = @ARGV; $url =~ m{^http://([^/:]+):(\d+)(/.*)?$} or die "origin $url"; ` +
+	`my ($host, $port, $path) = ($1, $2, $3 // ""); $path =~ s{/+$}{}; sub pkt { sprintf("%04x", length($_[0]) + 4) . $_[0] } ` +
 	`my $pack = "PACK" . pack("NN", 2, 0); $pack .= sha1($pack); ` +
 	`my $body = pkt("$old $new refs/heads/$ref\0report-status push-options\n") . "0000" . ` +
 	`pkt("merge_request.create\n") . pkt("merge_request.target=main\n") . "0000" . $pack; ` +
