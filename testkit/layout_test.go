@@ -11,46 +11,76 @@ import (
 	"testing"
 )
 
-// TestModuleLayoutsNameEveryPackage: a module README's layout names every Go package of the
-// module, and everything it names exists, so the layout cannot drift from the code.
+// TestModuleLayoutsNameEveryPackage: every module of the workspace has a README whose layout
+// table names each of its Go packages, and everything the table names exists: the paths of the
+// first column, and the Go files the second column names for a package. Every package with
+// non-test code has a doc comment, which is what the table's rows summarise.
 func TestModuleLayoutsNameEveryPackage(t *testing.T) {
-	for _, tc := range []struct {
-		module string
-		layout func(readme string) []string
-	}{
-		{"operator", tableUnder("## Layout")},
-		{"wrapper", firstCodeBlock},
-		{"testkit", tableUnder("# testkit")},
-	} {
-		t.Run(tc.module, func(t *testing.T) {
-			dir := filepath.Join("..", tc.module)
+	layout := tableUnder("## Layout")
+	for _, dir := range workspaceModules(t) {
+		module := filepath.Base(dir)
+		t.Run(module, func(t *testing.T) {
 			readme, err := os.ReadFile(filepath.Join(dir, "README.md"))
 			if err != nil {
-				t.Fatal(err)
+				t.Fatalf("module %s has no README with a layout: %v", module, err)
 			}
-			entries := tc.layout(string(readme))
-			if len(entries) == 0 {
-				t.Fatalf("%s/README.md: no layout found", tc.module)
+			rows := layout(string(readme))
+			if len(rows) == 0 {
+				t.Fatalf("%s/README.md: no table under %q", module, "## Layout")
 			}
-			for _, e := range entries {
-				if _, err := os.Stat(filepath.Join(dir, e)); err != nil {
-					t.Errorf("%s/README.md names %q, which does not exist", tc.module, e)
+			var entries []string
+			for _, row := range rows {
+				entries = append(entries, row.paths...)
+				for _, p := range row.paths {
+					if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
+						t.Errorf("%s/README.md names %q, which does not exist", module, p)
+					}
+				}
+				for _, f := range row.goFiles {
+					if _, err := os.Stat(filepath.Join(dir, row.paths[0], f)); err != nil {
+						t.Errorf("%s/README.md says %s has %s, which does not exist", module, row.paths[0], f)
+					}
 				}
 			}
-			for _, pkg := range packageDirs(t, dir) {
-				named := slices.ContainsFunc(entries, func(e string) bool { return e == pkg || filepath.Dir(e) == pkg && strings.HasSuffix(e, ".go") })
-				if !named && pkg != "." {
-					t.Errorf("%s/README.md's layout does not name package %s", tc.module, pkg)
+			for _, pkg := range packages(t, dir) {
+				named := slices.ContainsFunc(entries, func(e string) bool { return e == pkg.dir || filepath.Dir(e) == pkg.dir && strings.HasSuffix(e, ".go") })
+				if !named && pkg.dir != "." {
+					t.Errorf("%s/README.md's layout does not name package %s", module, pkg.dir)
+				}
+				if pkg.hasCode && pkg.doc == "" {
+					t.Errorf("%s: package %s has no doc comment", module, pkg.dir)
 				}
 			}
 		})
 	}
 }
 
-// packageDirs lists the module's Go package directories, relative to it.
-func packageDirs(t *testing.T, dir string) []string {
+// workspaceModules lists the directories of the go.work modules, as the go command reads them.
+func workspaceModules(t *testing.T) []string {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-f", "{{.Dir}}", "./...")
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}")
+	cmd.Dir = ".."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -m: %v", err)
+	}
+	mods := strings.Fields(string(out))
+	if len(mods) < 2 {
+		t.Fatalf("go list -m found modules %v: not the workspace", mods)
+	}
+	return mods
+}
+
+type pkgInfo struct {
+	dir     string // relative to the module
+	doc     string
+	hasCode bool // non-test Go files
+}
+
+// packages lists the module's Go packages (the e2e build tag included, so the suite counts).
+func packages(t *testing.T, dir string) []pkgInfo {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-tags", "e2e", "-f", "{{.Dir}}\t{{len .GoFiles}}\t{{.Doc}}", "./...")
 	cmd.Dir = dir
 	out, err := cmd.Output()
 	if err != nil {
@@ -60,24 +90,34 @@ func packageDirs(t *testing.T, dir string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var pkgs []string
-	for _, d := range strings.Fields(string(out)) {
-		rel, err := filepath.Rel(abs, d)
+	var pkgs []pkgInfo
+	for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
+		f := strings.SplitN(line, "\t", 3)
+		if len(f) != 3 {
+			t.Fatalf("go list line %q", line)
+		}
+		rel, err := filepath.Rel(abs, f[0])
 		if err != nil {
 			t.Fatal(err)
 		}
-		pkgs = append(pkgs, rel)
+		pkgs = append(pkgs, pkgInfo{dir: rel, hasCode: f[1] != "0", doc: f[2]})
 	}
 	return pkgs
 }
 
 var backticked = regexp.MustCompile("`([^`]+)`")
 
-// tableUnder reads the first cell of each row of the first table after heading: its backticked
-// paths.
-func tableUnder(heading string) func(string) []string {
-	return func(readme string) []string {
-		var entries []string
+// layoutRow is one row of a layout table: the backticked paths of its first cell, and the Go files
+// (backticked names ending in .go, without a slash) its second cell says the first path holds.
+type layoutRow struct {
+	paths   []string
+	goFiles []string
+}
+
+// tableUnder reads the rows of the first table after heading.
+func tableUnder(heading string) func(string) []layoutRow {
+	return func(readme string) []layoutRow {
+		var rows []layoutRow
 		in, seenTable := false, false
 		sc := bufio.NewScanner(strings.NewReader(readme))
 		for sc.Scan() {
@@ -89,35 +129,25 @@ func tableUnder(heading string) func(string) []string {
 			case strings.HasPrefix(line, "|"):
 				seenTable = true
 				cells := strings.Split(line, "|")
-				if len(cells) < 3 || strings.HasPrefix(strings.TrimSpace(cells[1]), "---") {
+				if len(cells) < 4 || strings.HasPrefix(strings.TrimSpace(cells[1]), "---") {
 					continue
 				}
+				var row layoutRow
 				for _, m := range backticked.FindAllStringSubmatch(cells[1], -1) {
-					entries = append(entries, m[1])
+					row.paths = append(row.paths, m[1])
+				}
+				for _, m := range backticked.FindAllStringSubmatch(strings.Join(cells[2:], "|"), -1) {
+					if strings.HasSuffix(m[1], ".go") && !strings.Contains(m[1], "/") {
+						row.goFiles = append(row.goFiles, m[1])
+					}
+				}
+				if len(row.paths) > 0 {
+					rows = append(rows, row)
 				}
 			case seenTable:
-				return entries
+				return rows
 			}
 		}
-		return entries
+		return rows
 	}
-}
-
-// firstCodeBlock reads the first word of each line of the README's first fenced block.
-func firstCodeBlock(readme string) []string {
-	var entries []string
-	in := false
-	for _, line := range strings.Split(readme, "\n") {
-		if strings.HasPrefix(line, "```") {
-			if in {
-				return entries
-			}
-			in = true
-			continue
-		}
-		if f := strings.Fields(line); in && len(f) > 0 {
-			entries = append(entries, f[0])
-		}
-	}
-	return entries
 }
