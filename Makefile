@@ -44,8 +44,10 @@ lint: $(GOLANGCI_LINT) ## gofmt check, shellcheck on every script, golangci-lint
 	@echo "== shellcheck $(words $(SHELL_SCRIPTS)) scripts"; hack/ensure-apt.sh shellcheck && shellcheck -x $(SHELL_SCRIPTS)
 	@for m in $(MODULES); do echo "== lint $$m"; (cd $$m && $(GOLANGCI_LINT) run ./...); done
 
+# Everything make test needs first, in one place: generated files current, pins consistent, the
+# tools and Kubernetes binaries the chart and envtest tests run, then the MCP conformance suite.
 .PHONY: test
-test: vet ## Unit and integration tests of every module.
+test: vet verify-generated check-pins chart-tools envtest-assets conformance ## Unit and integration tests of every module.
 	@for m in $(MODULES); do echo "== test $$m"; race=-race; case " $(NO_RACE_MODULES) " in *" $$m "*) race=;; esac; \
 		(cd $$m && go test $$race -count=1 ./...); done
 
@@ -58,8 +60,6 @@ conformance: ## The MCP conformance suite against tatara mcp (streamable HTTP).
 	@echo "== conformance: the official MCP suite against tatara mcp"
 	@runner=$$(hack/mcp-conformance.sh) && cd cli && TATARA_MCP_CONFORMANCE="$$runner" \
 		go test -tags conformance -run '^TestMCPConformance$$' -count=1 ./internal/cli
-
-test: conformance
 
 .PHONY: bench
 bench: ## Benchmarks; each prints its figures (ratios against an in-process baseline).
@@ -348,7 +348,6 @@ export TATARA_HELMFILE := $(TOOLS_DIR)/helmfile-$(HELMFILE_VERSION)/helmfile
 chart-tools: envtest-assets ## Install (once, cached) helm, helmfile, kube-apiserver and etcd for the chart tests.
 	@hack/tools.sh helm helmfile >/dev/null
 
-test: chart-tools check-pins
 ##@ Operator (module operator: CRDs, controller, agent-pod builder, REST API)
 
 CONTROLLER_GEN := $(TOOLS_DIR)/controller-gen-$(CONTROLLER_GEN_VERSION)/controller-gen
@@ -373,8 +372,6 @@ verify-generated: $(CONTROLLER_GEN) ## Fail when the operator's generated code o
 	if [ $$stale = 1 ]; then echo "generated files were stale (now regenerated): run 'make generate manifests' and commit the result"; exit 1; fi; \
 	echo "generated operator files are up to date"
 
-# make test checks generated files first, then needs the envtest binaries.
-test: verify-generated envtest-assets
 bench: envtest-assets
 
 $(CONTROLLER_GEN):
