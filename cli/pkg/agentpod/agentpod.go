@@ -1,5 +1,5 @@
-// Package agentpod is the agent pod's network contract: where each container listens inside the
-// pod. The operator's pod builder passes these addresses and probes these ports, the cli and the
+// Package agentpod is the agent pod's contract: its containers' names and where each listens
+// inside the pod. The operator's pod builder passes these addresses and probes these ports, the cli and the
 // wrapper default to them, and the wrapper points the agent's MCP config at MCPURL; one
 // definition, so the three cannot drift apart.
 package agentpod
@@ -21,4 +21,14 @@ const (
 	WrapperMetricsPort   = 9090
 	CLIMetricsPort       = 9091
 	GitGatewayHealthPort = 9092
+)
+
+// The agent pod's container names: the operator builds them, and what reads a pod's logs or
+// status (the operator's status mapping, the e2e suite) names them.
+const (
+	WrapperContainer        = "wrapper"
+	CLIContainer            = "cli"
+	WrapperInstallContainer = "wrapper-install"
+	WorkspaceInitContainer  = "workspace-init"
+	GitGatewayContainer     = "git-gateway"
 )

@@ -22,11 +22,11 @@ const (
 	// TokenKey is the Secret key holding the Task's API token.
 	TokenKey = "token"
 
-	WrapperContainer        = "wrapper"
-	CLIContainer            = "cli"
-	WrapperInstallContainer = "wrapper-install"
-	WorkspaceInitContainer  = "workspace-init"
-	GitGatewayContainer     = "git-gateway"
+	WrapperContainer        = agentpod.WrapperContainer
+	CLIContainer            = agentpod.CLIContainer
+	WrapperInstallContainer = agentpod.WrapperInstallContainer
+	WorkspaceInitContainer  = agentpod.WorkspaceInitContainer
+	GitGatewayContainer     = agentpod.GitGatewayContainer
 
 	WrapperMetricsPort = agentpod.WrapperMetricsPort
 	CLIMetricsPort     = agentpod.CLIMetricsPort
