@@ -14,10 +14,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/e2e-framework/klient/wait"
 	"sigs.k8s.io/e2e-framework/klient/wait/conditions"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
+
+	"tatara.dev/cli/pkg/agentpod"
 )
 
 // agentImageName is the repository suffix of the Claude Code agent image in E2E_IMAGES: it has
@@ -42,8 +45,10 @@ var (
 
 // assertAgentEgressConfined: an agent pod of the kind Project reaches what the Project's
 // NetworkPolicy names (the operator's REST API, the e2e git server and model stand-in) and no other
-// pod of the cluster: another namespace's pod (Prometheus) times out. The kube API is probed and
-// logged, not asserted: its endpoint is the node's own address, which kind's enforcer
+// pod of the cluster: another namespace's pod (Prometheus) and another Project's agent pod (a
+// listener with that Project's agent labels, on the wrapper's metrics port) time out, while a pod
+// outside the agent namespace reaches that listener, so the listener itself works. The kube API is
+// probed and logged, not asserted: its endpoint is the node's own address, which kind's enforcer
 // (kube-network-policies) never sees (it filters forwarded pod traffic only), so kind cannot prove
 // the policy's ipBlock rule for it.
 func assertAgentEgressConfined(ctx context.Context, t *testing.T, cfg *envconf.Config) {
@@ -51,9 +56,14 @@ func assertAgentEgressConfined(ctx context.Context, t *testing.T, cfg *envconf.C
 		t.Fatalf("NetworkPolicies cannot be proven: %s", why)
 	}
 	labels := map[string]string{"app.kubernetes.io/name": "tatara-agent", "app.kubernetes.io/managed-by": "tatara-operator", "tatara.dev/project": kindProject}
-	got := networkProbe(ctx, t, cfg, "netprobe-agent-egress", agentNamespace, labels, operatorAPI, gitServer, kubeAPI, prometheusPod)
+	otherLabels := map[string]string{"app.kubernetes.io/name": "tatara-agent", "app.kubernetes.io/managed-by": "tatara-operator", "tatara.dev/project": "another-project"}
+	otherProject := netTarget{"other-project-pod", listenerPod(ctx, t, cfg, "netprobe-other-project", agentNamespace, otherLabels, agentpod.WrapperMetricsPort), fmt.Sprint(agentpod.WrapperMetricsPort)}
+	if control := networkProbe(ctx, t, cfg, "netprobe-listener-control", modelNamespace, map[string]string{"app.kubernetes.io/name": "netprobe"}, otherProject); control[otherProject.name] != "open" {
+		t.Fatalf("the other Project's listener is not reachable from outside the agent namespace either (%v): the probe below would prove nothing", control)
+	}
+	got := networkProbe(ctx, t, cfg, "netprobe-agent-egress", agentNamespace, labels, operatorAPI, gitServer, kubeAPI, prometheusPod, otherProject)
 	blocked := "blocked(" + probeTimeoutExit + ")"
-	want := map[string]string{operatorAPI.name: "open", gitServer.name: "open", prometheusPod.name: blocked}
+	want := map[string]string{operatorAPI.name: "open", gitServer.name: "open", prometheusPod.name: blocked, otherProject.name: blocked}
 	for target, w := range want {
 		if got[target] != w {
 			t.Errorf("agent pod of project %s: %s is %q, want %q (all: %v)", kindProject, target, got[target], w, got)
@@ -73,6 +83,49 @@ func suiteImage(t *testing.T, name string) string {
 	return images[i]
 }
 
+// listenerPod runs a pod (restricted PSS, the agent image) in namespace with labels that accepts TCP
+// connections on port, and returns its IP once it is Ready.
+func listenerPod(ctx context.Context, t *testing.T, cfg *envconf.Config, name, namespace string, labels map[string]string, port int) string {
+	t.Helper()
+	r, cs := clients(t, cfg)
+	listen := fmt.Sprintf(`my $s = IO::Socket::INET->new(LocalPort => %d, Listen => 16, ReuseAddr => 1) or die "listen: $!"; while (my $c = $s->accept) { close $c }`, port)
+	pod := restrictedPod(t, name, namespace, labels, "/usr/bin/perl", "-MIO::Socket::INET", "-e", listen)
+	pod.Spec.RestartPolicy = corev1.RestartPolicyAlways
+	pod.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt(port)}}, PeriodSeconds: 1}
+	if err := r.Create(ctx, pod); err != nil {
+		t.Fatalf("failed to create the listener pod %s/%s: %v", namespace, name, err)
+	}
+	t.Cleanup(func() { _ = r.Delete(context.Background(), pod) })
+	if err := wait.For(conditions.New(r).PodReady(pod), wait.WithContext(ctx), wait.WithTimeout(waitTimeout), wait.WithInterval(time.Second)); err != nil {
+		t.Fatalf("listener pod %s/%s never became Ready: %v\n%s", namespace, name, err, podLogs(ctx, cs, pod, "probe"))
+	}
+	if err := r.Get(ctx, name, namespace, pod); err != nil || pod.Status.PodIP == "" {
+		t.Fatalf("listener pod %s/%s has no IP: %v", namespace, name, err)
+	}
+	return pod.Status.PodIP
+}
+
+// restrictedPod is a pod of one container, "probe", that runs command in the agent image under the
+// restricted Pod Security Standard, as agent pods do.
+func restrictedPod(t *testing.T, name, namespace string, labels map[string]string, command ...string) *corev1.Pod {
+	t.Helper()
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                corev1.RestartPolicyNever,
+			AutomountServiceAccountToken: ptr.To(false),
+			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65532),
+				RunAsGroup: ptr.To[int64](65532), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+			Containers: []corev1.Container{{
+				Name: "probe", Image: suiteImage(t, agentImageName), ImagePullPolicy: corev1.PullNever,
+				Command: command,
+				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
+					Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
+			}},
+		},
+	}
+}
+
 // networkProbe runs a pod (restricted PSS, the agent image) in namespace with labels that tries a
 // TCP connection to each target, bounded by 5 s, and returns each target's outcome: "open", or
 // "blocked(<exit status>)".
@@ -88,21 +141,7 @@ func networkProbe(ctx context.Context, t *testing.T, cfg *envconf.Config, name, 
 	for _, tg := range targets {
 		fmt.Fprintf(&script, "probe %s %s %s; ", tg.name, tg.host, tg.port)
 	}
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels},
-		Spec: corev1.PodSpec{
-			RestartPolicy:                corev1.RestartPolicyNever,
-			AutomountServiceAccountToken: ptr.To(false),
-			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65532),
-				RunAsGroup: ptr.To[int64](65532), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
-			Containers: []corev1.Container{{
-				Name: "probe", Image: suiteImage(t, agentImageName), ImagePullPolicy: corev1.PullNever,
-				Command: []string{"/bin/bash", "-c", script.String()},
-				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
-					Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
-			}},
-		},
-	}
+	pod := restrictedPod(t, name, namespace, labels, "/bin/bash", "-c", script.String())
 	if err := r.Create(ctx, pod); err != nil {
 		t.Fatalf("failed to create the probe pod %s/%s: %v", namespace, name, err)
 	}
