@@ -237,8 +237,11 @@ kind-node-image: ## Build the kind node image offline (Go modules + Debian packa
 	KIND_NODE_IMAGE=$(or $(KIND_NODE_IMAGE),$(LOCAL_KIND_NODE_IMAGE)) hack/kind-node-image.sh
 
 .PHONY: kind-smoke
-kind-smoke: ## Create a kind cluster, run a locally built scratch image to Ready, check DNS, delete it.
-	@node_image=$$(KIND_NODE_IMAGE="$(KIND_NODE_IMAGE)" hack/kind-node-select.sh) && KIND_NODE_IMAGE=$$node_image hack/kind-smoke.sh
+kind-smoke: ## Create a kind cluster, run a locally built scratch image to Ready, check DNS, delete it (e2e/smoke).
+	@node_image=$$(KIND_NODE_IMAGE="$(KIND_NODE_IMAGE)" hack/kind-node-select.sh); \
+	case "$$node_image" in tatara.local/kind-node:*) $(MAKE) -s kind-node-image KIND_NODE_IMAGE=$$node_image;; esac; \
+	hack/tools.sh kind >/dev/null; \
+	cd e2e && KIND_NODE_IMAGE="$$node_image" go test -tags e2e -count=1 -v -timeout 15m ./smoke/ 2>&1 | grep --line-buffered -vE '^=== (RUN|PAUSE|CONT)'
 
 .PHONY: kind helm helmfile
 kind: ## Install the pinned kind into the cache; print its path.

@@ -21,13 +21,14 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 	"sigs.k8s.io/e2e-framework/support"
 	"sigs.k8s.io/e2e-framework/support/kind"
+
+	"tatara.dev/e2e/internal/steps"
 )
 
 var (
 	testenv     env.Environment
 	clusterName string
 	repoRoot    string
-	suiteStart  = time.Now()
 	logsDir     string
 )
 
@@ -81,28 +82,19 @@ func TestMain(m *testing.M) {
 	if code != 0 {
 		result = "FAIL"
 	}
-	logf("e2e %s in %s", result, time.Since(suiteStart).Round(time.Second))
+	logf("e2e %s in %s", result, runLog.Since().Round(time.Second))
 	os.Exit(code)
 }
 
-func logf(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "[e2e %s +%4ds] %s\n", time.Now().UTC().Format("15:04:05"), int(time.Since(suiteStart).Seconds()), fmt.Sprintf(format, args...))
-}
+// runLog prints the suite's progress; logf is its Printf.
+var runLog = steps.New("e2e")
 
-// phase wraps a setup step so that the run prints what it does and how long it took.
+func logf(format string, args ...any) { runLog.Printf(format, args...) }
+
+// phase wraps a setup step so that the run prints what it does and how long it took; a failed
+// step exports the cluster's logs.
 func phase(name string, fn env.Func) env.Func {
-	return func(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
-		logf("phase %s ...", name)
-		start := time.Now()
-		ctx, err := fn(ctx, cfg)
-		if err != nil {
-			logf("phase %s FAILED after %s: %v", name, time.Since(start).Round(time.Second), err)
-			exportLogs(ctx, cfg, "setup")
-			return ctx, fmt.Errorf("phase %s: %w", name, err)
-		}
-		logf("phase %s: ok in %s", name, time.Since(start).Round(time.Second))
-		return ctx, nil
-	}
+	return runLog.Step(name, fn, func(ctx context.Context, cfg *envconf.Config) { exportLogs(ctx, cfg, "setup") })
 }
 
 func loadImages(images []string) env.Func {

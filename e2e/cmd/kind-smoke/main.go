@@ -1,6 +1,7 @@
-// Command smoke is the workload of `make kind-smoke`: built FROM scratch, loaded into a kind
-// cluster and run as a pod. `smoke serve` answers /healthz for the pod's readiness probe;
-// `smoke lookup NAME` resolves NAME through the pod's DNS (CoreDNS) and prints the addresses.
+// Command kind-smoke is the workload of `make kind-smoke` (e2e/smoke): built FROM scratch, loaded
+// into a kind cluster and run as a pod. `kind-smoke serve` answers /healthz for the pod's readiness
+// probe; `kind-smoke lookup NAME` resolves NAME through the pod's DNS (CoreDNS) and prints the
+// addresses.
 package main
 
 import (
@@ -18,14 +19,14 @@ import (
 
 func main() {
 	if err := run(os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "smoke:", err)
+		fmt.Fprintln(os.Stderr, "kind-smoke:", err)
 		os.Exit(1)
 	}
 }
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: smoke serve [ADDR] | smoke lookup NAME")
+		return errors.New("usage: kind-smoke serve [ADDR] | kind-smoke lookup NAME")
 	}
 	switch args[0] {
 	case "serve":
@@ -36,7 +37,7 @@ func run(args []string) error {
 		return serve(addr)
 	case "lookup":
 		if len(args) != 2 || args[1] == "" {
-			return errors.New("usage: smoke lookup NAME")
+			return errors.New("usage: kind-smoke lookup NAME")
 		}
 		return lookup(args[1])
 	default:

@@ -1,3 +1,0 @@
-module tatara.dev/hack/smoke
-
-go 1.26.8
