@@ -27,7 +27,7 @@ func New(name string) *Log { return &Log{name: name, start: time.Now(), out: os.
 
 // Printf prints one line.
 func (l *Log) Printf(format string, args ...any) {
-	fmt.Fprintf(l.out, "[%s %s +%4ds] %s\n", l.name, time.Now().UTC().Format("15:04:05"), int(l.Since().Seconds()), fmt.Sprintf(format, args...))
+	_, _ = fmt.Fprintf(l.out, "[%s %s +%4ds] %s\n", l.name, time.Now().UTC().Format("15:04:05"), int(l.Since().Seconds()), fmt.Sprintf(format, args...))
 }
 
 // Since is the time since the Log was made.
