@@ -30,9 +30,9 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/envfuncs"
 	"sigs.k8s.io/e2e-framework/pkg/features"
-	"sigs.k8s.io/e2e-framework/support"
 	"sigs.k8s.io/e2e-framework/support/kind"
 
+	"tatara.dev/e2e/internal/kindcluster"
 	"tatara.dev/e2e/internal/steps"
 )
 
@@ -51,19 +51,13 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "failed to find the repository root:", err)
 		os.Exit(1)
 	}
-	// Short: the node's name (<cluster>-control-plane) becomes a pod's hostname (63 characters).
-	clusterName = envconf.RandomName("tatara-smoke", 16)
-	smokeImage = "tatara.local/kind-smoke:" + clusterName
-	// A network of its own, removed at the end: kind leaves its docker network behind.
-	if err := os.Setenv("KIND_EXPERIMENTAL_DOCKER_NETWORK", clusterName); err != nil {
+	name, opts, err := kindcluster.New(root, "tatara-smoke")
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	node := os.Getenv("KIND_NODE_IMAGE")
-	opts := []support.ClusterOpts{kind.WithPath(filepath.Join(root, "hack", "kind.sh"))}
-	if node != "" {
-		opts = append(opts, kind.WithImage(node))
-	}
+	clusterName = name
+	smokeImage = "tatara.local/kind-smoke:" + clusterName
 	testenv = env.NewWithConfig(envconf.New())
 	testenv.Setup(
 		runLog.Step("smoke image", buildSmokeImage, nil),
@@ -80,6 +74,7 @@ func TestMain(m *testing.M) {
 	if code != 0 {
 		result = "FAIL"
 	}
+	node := kindcluster.NodeImage()
 	if node == "" {
 		node = "kind's default"
 	}
@@ -116,7 +111,7 @@ func tearDown(ctx context.Context, cfg *envconf.Config) (context.Context, error)
 	if _, created := envfuncs.GetClusterFromContext(ctx, clusterName); created {
 		ctx, err = envfuncs.DestroyCluster(clusterName)(ctx, cfg)
 	}
-	_ = exec.Command("docker", "network", "rm", clusterName).Run()
+	_ = kindcluster.RemoveNetwork(clusterName)
 	_ = exec.Command("docker", "rmi", smokeImage).Run()
 	out, perr := exec.Command("docker", "ps", "-a", "--filter", "name=^"+clusterName+"-", "--format", "{{.Names}}").Output()
 	switch {

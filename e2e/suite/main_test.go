@@ -19,9 +19,9 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/envfuncs"
 	"sigs.k8s.io/e2e-framework/pkg/features"
-	"sigs.k8s.io/e2e-framework/support"
 	"sigs.k8s.io/e2e-framework/support/kind"
 
+	"tatara.dev/e2e/internal/kindcluster"
 	"tatara.dev/e2e/internal/steps"
 )
 
@@ -44,18 +44,13 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "E2E_IMAGES is empty: run the suite with `make e2e`, which builds the images and passes their references")
 		os.Exit(1)
 	}
-	clusterName = envconf.RandomName("tatara-e2e", 16)
-	logsDir = filepath.Join(repoRoot, "e2e-logs", clusterName)
-	// A network of its own, removed at the end: kind leaves its docker network behind.
-	if err := os.Setenv("KIND_EXPERIMENTAL_DOCKER_NETWORK", clusterName); err != nil {
+	name, opts, err := kindcluster.New(repoRoot, "tatara-e2e")
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-
-	opts := []support.ClusterOpts{kind.WithPath(filepath.Join(repoRoot, "hack", "kind.sh"))}
-	if img := os.Getenv("KIND_NODE_IMAGE"); img != "" {
-		opts = append(opts, kind.WithImage(img))
-	}
+	clusterName = name
+	logsDir = filepath.Join(repoRoot, "e2e-logs", clusterName)
 	testenv = env.NewWithConfig(envconf.New())
 	testenv.Setup(
 		phase("create kind cluster "+clusterName, envfuncs.CreateClusterWithOpts(kind.NewProvider(), clusterName, opts...)),
@@ -180,8 +175,8 @@ func tearDown(ctx context.Context, cfg *envconf.Config) (context.Context, error)
 	if _, created := envfuncs.GetClusterFromContext(ctx, clusterName); created {
 		ctx, err = envfuncs.DestroyCluster(clusterName)(ctx, cfg)
 	}
-	if out, nerr := exec.Command("docker", "network", "rm", clusterName).CombinedOutput(); nerr != nil {
-		logf("failed to remove docker network %s: %v %s", clusterName, nerr, out)
+	if nerr := kindcluster.RemoveNetwork(clusterName); nerr != nil {
+		logf("%v", nerr)
 	}
 	return ctx, err
 }
