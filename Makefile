@@ -46,9 +46,11 @@ lint: $(GOLANGCI_LINT) ## gofmt check, shellcheck on every script, golangci-lint
 
 # Everything make test needs first, in one place: generated files current, pins consistent, the
 # tools and Kubernetes binaries the chart and envtest tests run, then the MCP conformance suite.
+# The pinned agent CLI (TATARA_CLAUDE_CODE) is for e2e/agentcli, which runs it under the wrapper.
 .PHONY: test
 test: vet verify-generated check-pins chart-tools envtest-assets conformance ## Unit and integration tests of every module.
-	@for m in $(MODULES); do echo "== test $$m"; race=-race; case " $(NO_RACE_MODULES) " in *" $$m "*) race=;; esac; \
+	@export TATARA_CLAUDE_CODE="$$(hack/claude-code.sh)"; \
+	for m in $(MODULES); do echo "== test $$m"; race=-race; case " $(NO_RACE_MODULES) " in *" $$m "*) race=;; esac; \
 		(cd $$m && go test $$race -count=1 ./...); done
 
 # The official MCP conformance suite (npm @modelcontextprotocol/conformance, pinned in

@@ -38,6 +38,7 @@ type options struct {
 	noPersistence                        bool
 	outputFormat, inputFormat            string
 	sessionID, permissionMode, model     string
+	settingSources                       string
 	appendSystemPrompt                   string
 	allowedTools, disallowedTools        multiFlag
 	mcpConfig                            multiFlag
@@ -58,6 +59,7 @@ func parseFlags(args []string, stdin io.Reader) (options, error) {
 	fs.BoolVar(&o.strictMCP, "strict-mcp-config", false, "only the --mcp-config servers")
 	fs.StringVar(&o.sessionID, "session-id", "", "session id (a UUID)")
 	fs.StringVar(&o.permissionMode, "permission-mode", "default", "permission mode")
+	fs.StringVar(&o.settingSources, "setting-sources", "user,project,local", "comma-separated setting sources: user, project, local")
 	fs.StringVar(&o.model, "model", "", "model")
 	fs.StringVar(&o.appendSystemPrompt, "append-system-prompt", "", "extra system prompt")
 	fs.Var(&o.allowedTools, "allowedTools", "allowed tools")
@@ -81,6 +83,13 @@ func parseFlags(args []string, stdin io.Reader) (options, error) {
 	case "acceptEdits", "bypassPermissions", "default", "dontAsk", "plan":
 	default:
 		return o, fmt.Errorf("failed to parse flags: --permission-mode %q is not one of acceptEdits, bypassPermissions, default, dontAsk, plan", o.permissionMode)
+	}
+	for source := range strings.SplitSeq(o.settingSources, ",") {
+		switch strings.TrimSpace(source) {
+		case "user", "project", "local":
+		default:
+			return o, fmt.Errorf("failed to parse flags: --setting-sources %q: %q is not one of user, project, local", o.settingSources, source)
+		}
 	}
 	if o.sessionID == "" {
 		o.sessionID = uuid.NewString()

@@ -59,7 +59,7 @@ func TestParse(t *testing.T) {
 func TestFlags(t *testing.T) {
 	const sid = "3f2a9c1e-8d4b-4c6a-9e2f-1a2b3c4d5e6f"
 	good := []string{"-p", "--output-format", "stream-json", "--verbose", "--mcp-config=/x.json", "--strict-mcp-config",
-		"--session-id", sid, "--permission-mode", "bypassPermissions", "say hi"}
+		"--setting-sources=user", "--session-id", sid, "--permission-mode", "bypassPermissions", "say hi"}
 	o, err := parseFlags(good, strings.NewReader(""))
 	if err != nil || o.prompt != "say hi" || o.sessionID != sid || len(o.mcpConfig) != 1 || !o.strictMCP {
 		t.Fatalf("options = %+v, err = %v", o, err)
@@ -80,6 +80,7 @@ func TestFlags(t *testing.T) {
 		{"bad output format", []string{"-p", "--output-format", "yaml", "x"}, `--output-format "yaml"`},
 		{"session id not a UUID", []string{"-p", "--session-id", "abc", "x"}, "must be a valid UUID"},
 		{"bad permission mode", []string{"-p", "--permission-mode", "yolo", "x"}, `--permission-mode "yolo"`},
+		{"bad setting source", []string{"-p", "--setting-sources=user,repo", "x"}, `"repo" is not one of user, project, local`},
 		{"unknown flag", []string{"-p", "--frobnicate", "x"}, "flag provided but not defined: -frobnicate"},
 		{"two prompts", []string{"-p", "a", "b"}, "want one prompt argument, got 2"},
 	}

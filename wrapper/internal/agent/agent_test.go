@@ -19,7 +19,7 @@ import (
 func TestArgs(t *testing.T) {
 	got := Args("/state/mcp.json", "3f2a9c1e-8d4b-4c6a-9e2f-1a2b3c4d5e6f", "do it")
 	want := []string{"-p", "--output-format", "stream-json", "--verbose", "--mcp-config=/state/mcp.json",
-		"--strict-mcp-config", "--session-id", "3f2a9c1e-8d4b-4c6a-9e2f-1a2b3c4d5e6f",
+		"--strict-mcp-config", "--setting-sources=user", "--session-id", "3f2a9c1e-8d4b-4c6a-9e2f-1a2b3c4d5e6f",
 		"--permission-mode", "bypassPermissions", "--", "do it"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("Args = %q\nwant   %q", got, want)

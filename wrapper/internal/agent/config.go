@@ -57,6 +57,15 @@ func WriteMCPConfig(path, url string) error {
 // is the sandbox.
 const PermissionMode = "bypassPermissions"
 
+// SettingSources are the only settings the agent CLI reads: the user's, in CLAUDE_CONFIG_DIR, which
+// the wrapper owns. The workspace is a clone of code that another agent may have written (a review
+// Task clones the branch under review), so its .claude/settings*.json must not give the CLI hooks
+// (code run before the model's first turn, with the API key in its environment), env (a model
+// base URL of its choosing), permissions, plugins or MCP servers. Without "project" the CLI also
+// loads no CLAUDE.md, skills, agents or commands from the workspace (skills and agents can carry
+// hooks too): the agent may still read those files, as data, like any other file.
+const SettingSources = "user"
+
 // Args returns the agent CLI's arguments for one non-interactive run. --mcp-config takes several
 // values, so it is written as --mcp-config=<path> to keep it from swallowing the prompt, which
 // goes last, after "--": a directive that starts with "-" (a markdown bullet) is still the prompt.
@@ -67,6 +76,7 @@ func Args(mcpConfigPath, sessionID, prompt string) []string {
 		"--verbose",
 		"--mcp-config=" + mcpConfigPath,
 		"--strict-mcp-config",
+		"--setting-sources=" + SettingSources,
 		"--session-id", sessionID,
 		"--permission-mode", PermissionMode,
 		"--", prompt,
