@@ -125,7 +125,8 @@ type TaskSpec struct {
 	Cancel *TaskCancel `json:"cancel,omitempty"`
 }
 
-// TaskOutcome is the first outcome intent an agent recorded.
+// TaskOutcome is the last outcome intent the agent recorded: a later one replaces it until the
+// Task ends.
 type TaskOutcome struct {
 	// Intent is the operator tool that recorded it (e.g. pr_outcome).
 	Intent string `json:"intent"`
@@ -264,7 +265,7 @@ type TaskStatus struct {
 	// +optional
 	TokenHash string `json:"tokenHash,omitempty"`
 
-	// Outcome is the first outcome intent recorded by the agent.
+	// Outcome is the last outcome intent the agent recorded (it stands once the Task ends).
 	// +optional
 	Outcome *TaskOutcome `json:"outcome,omitempty"`
 

@@ -14,15 +14,20 @@ import (
 // Intent results, also the label values of tatara_operator_intents_total.
 const (
 	resultRecorded   = "recorded"
+	resultReplaced   = "replaced"
 	resultIdempotent = "idempotent"
 	resultConflict   = "conflict"
 )
 
 // applyIntent records an intent in the Task status, following the contract:
 // change_summary is recorded once (same summary again: idempotent; a different one: 409)
-// and does not set the outcome; every other intent is an OUTCOME intent: the first one sets
-// status.outcome, the same intent with the same body again is idempotent, anything else 409.
-// It returns the result; status is changed only when the result is resultRecorded.
+// and does not set the outcome; every other intent is an OUTCOME intent, and the outcome that
+// stands is the last one recorded before the Task ends: a different outcome intent (or the same
+// one with a different body) replaces the earlier one, and the same intent with the same body is
+// idempotent. Last-wins is what keeps a reviewer's verdict its own: anything else in its pod that
+// records an outcome first (code from the branch under review) cannot pre-empt the verdict the
+// reviewer records after it. Every recorded or replaced outcome stays in the activity log.
+// It returns the result; status is changed only when the result is recorded or replaced.
 func applyIntent(st *tatarav1.TaskStatus, tool string, req intentRequest, body string, now metav1.Time) (string, *apiError) {
 	if tool == ToolChangeSummary {
 		switch st.ChangeSummary {
@@ -36,18 +41,18 @@ func applyIntent(st *tatarav1.TaskStatus, tool string, req intentRequest, body s
 			return resultConflict, errorf(http.StatusConflict, "change_summary is already recorded with a different summary")
 		}
 	}
-	if o := st.Outcome; o != nil {
-		if o.Intent == tool && o.Body == body {
-			return resultIdempotent, nil
-		}
-		if o.Intent == tool {
-			return resultConflict, errorf(http.StatusConflict, "%s is already recorded with a different body", tool)
-		}
-		return resultConflict, errorf(http.StatusConflict, "the task already has outcome %s%s; %s cannot replace it", o.Intent, valueSuffix(o.Value), tool)
+	previous := st.Outcome
+	if previous != nil && previous.Intent == tool && previous.Body == body {
+		return resultIdempotent, nil
 	}
 	st.Outcome = &tatarav1.TaskOutcome{Intent: tool, Value: req.value(), Body: body, RecordedAt: now}
-	st.AddActivity(now, tatarav1.ActivityIntent, fmt.Sprintf("%s%s: %s", tool, valueSuffix(req.value()), req.summary()))
-	return resultRecorded, nil
+	entry := fmt.Sprintf("%s%s: %s", tool, valueSuffix(req.value()), req.summary())
+	if previous == nil {
+		st.AddActivity(now, tatarav1.ActivityIntent, entry)
+		return resultRecorded, nil
+	}
+	st.AddActivity(now, tatarav1.ActivityIntent, fmt.Sprintf("%s (replaces %s%s)", entry, previous.Intent, valueSuffix(previous.Value)))
+	return resultReplaced, nil
 }
 
 func valueSuffix(v string) string {
@@ -72,7 +77,7 @@ func (s *Server) intentHandler(tool string) handler {
 		t, aerr := s.updateStatus(ctx, c.task, func(t *tatarav1.Task) (bool, *apiError) {
 			var ierr *apiError
 			result, ierr = applyIntent(&t.Status, tool, req, body, now)
-			return result == resultRecorded, ierr
+			return result == resultRecorded || result == resultReplaced, ierr
 		})
 		if result != "" && s.opts.Metrics != nil {
 			s.opts.Metrics.IntentsRecorded.WithLabelValues(tool, result).Inc()
@@ -80,7 +85,7 @@ func (s *Server) intentHandler(tool string) handler {
 		if aerr != nil {
 			return 0, nil, aerr
 		}
-		if result == resultRecorded {
+		if result == resultRecorded || result == resultReplaced {
 			s.event(t, "Intent", tool, fmt.Sprintf("%s%s: %s", tool, valueSuffix(req.value()), req.summary()))
 		}
 		return http.StatusOK, map[string]any{"result": result, "outcome": t.Status.Outcome, "changeSummary": t.Status.ChangeSummary}, nil

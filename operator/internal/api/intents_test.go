@@ -22,6 +22,7 @@ func TestApplyIntent(t *testing.T) {
 		name        string
 		calls       []call
 		wantOutcome string // intent name of the final outcome, "" for none
+		wantValue   string // its value, checked when set
 		wantSummary string
 	}{
 		{
@@ -57,21 +58,30 @@ func TestApplyIntent(t *testing.T) {
 			wantOutcome: ToolPROutcome,
 		},
 		{
-			name: "same outcome intent, different body: conflict",
+			name: "same outcome intent, different body: the later body stands",
 			calls: []call{
 				{ToolPROutcome, opened, resultRecorded},
-				{ToolPROutcome, &prOutcomeRequest{Outcome: "merged"}, resultConflict},
+				{ToolPROutcome, &prOutcomeRequest{Outcome: "merged"}, resultReplaced},
 			},
-			wantOutcome: ToolPROutcome,
+			wantOutcome: ToolPROutcome, wantValue: "merged",
 		},
 		{
-			name: "a different outcome intent: conflict, first one kept",
+			name: "a different outcome intent: the last one stands",
 			calls: []call{
 				{ToolDeclineImplementation, &declineRequest{Reason: "out of scope"}, resultRecorded},
-				{ToolAlreadyDone, &alreadyDoneRequest{Evidence: "merged in #3"}, resultConflict},
-				{ToolPROutcome, opened, resultConflict},
+				{ToolAlreadyDone, &alreadyDoneRequest{Evidence: "merged in #3"}, resultReplaced},
+				{ToolPROutcome, opened, resultReplaced},
 			},
-			wantOutcome: ToolDeclineImplementation,
+			wantOutcome: ToolPROutcome, wantValue: "opened",
+		},
+		{
+			// Code from the branch under review records approve before the reviewer reads anything.
+			name: "a verdict recorded first does not pre-empt the reviewer's later one",
+			calls: []call{
+				{ToolReviewVerdict, &reviewVerdictRequest{Verdict: "approve", Summary: "lgtm"}, resultRecorded},
+				{ToolReviewVerdict, &reviewVerdictRequest{Verdict: "request_changes", Summary: "the hook"}, resultReplaced},
+			},
+			wantOutcome: ToolReviewVerdict, wantValue: "request_changes",
 		},
 		{
 			name: "change_summary after an outcome is still accepted",
@@ -98,8 +108,12 @@ func TestApplyIntent(t *testing.T) {
 				if (got == resultConflict) != (apiErr != nil && apiErr.status == http.StatusConflict) {
 					t.Fatalf("call %d: conflict result must come with a 409, got %v", i, apiErr)
 				}
-				if got != resultRecorded && len(st.Activity) != len(before.Activity) {
+				changed := got == resultRecorded || got == resultReplaced
+				if !changed && len(st.Activity) != len(before.Activity) {
 					t.Fatalf("call %d: a %s call must not change the status", i, got)
+				}
+				if changed && len(st.Activity) != len(before.Activity)+1 {
+					t.Fatalf("call %d: a %s call must add one activity entry, have %d after %d", i, got, len(st.Activity), len(before.Activity))
 				}
 			}
 			gotOutcome := ""
@@ -108,6 +122,9 @@ func TestApplyIntent(t *testing.T) {
 			}
 			if gotOutcome != tt.wantOutcome || st.ChangeSummary != tt.wantSummary {
 				t.Fatalf("outcome %q summary %q, want %q %q", gotOutcome, st.ChangeSummary, tt.wantOutcome, tt.wantSummary)
+			}
+			if tt.wantValue != "" && st.Outcome.Value != tt.wantValue {
+				t.Fatalf("outcome value %q, want %q", st.Outcome.Value, tt.wantValue)
 			}
 		})
 	}

@@ -32,7 +32,7 @@ type Metrics struct {
 	TokenSecretsCreated prometheus.Counter
 	// TaskReconciles counts completed Task reconciles by result (ok, error).
 	TaskReconciles *prometheus.CounterVec
-	// IntentsRecorded counts intents by tool and result (recorded, idempotent, conflict).
+	// IntentsRecorded counts intents by tool and result (recorded, replaced, idempotent, conflict).
 	IntentsRecorded *prometheus.CounterVec
 	// BuildInfo is always 1; its labels identify the running build.
 	BuildInfo prometheus.Gauge
@@ -64,7 +64,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"result"}),
 		IntentsRecorded: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tatara_operator_intents_total",
-			Help: "Intent calls by tool and result (recorded, idempotent, conflict).",
+			Help: "Intent calls by tool and result (recorded, replaced, idempotent, conflict).",
 		}, []string{"intent", "result"}),
 		// One definition for the three components (docs/architecture.md, "Observability contract").
 		BuildInfo: buildinfo.NewGauge("tatara_operator_build_info", "operator"),

@@ -27,7 +27,7 @@ tatara_operator_api_requests_total{code="409",tool="pr_outcome"} 2
 # HELP tatara_operator_agent_pods_created_total Agent pods created by this operator process.
 # TYPE tatara_operator_agent_pods_created_total counter
 tatara_operator_agent_pods_created_total 1
-# HELP tatara_operator_intents_total Intent calls by tool and result (recorded, idempotent, conflict).
+# HELP tatara_operator_intents_total Intent calls by tool and result (recorded, replaced, idempotent, conflict).
 # TYPE tatara_operator_intents_total counter
 tatara_operator_intents_total{intent="pr_outcome",result="conflict"} 1
 `

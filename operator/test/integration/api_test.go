@@ -147,8 +147,19 @@ func TestRESTStatusCodes(t *testing.T) {
 				}
 			}},
 		{name: "pr_outcome again, same", method: "POST", path: "/api/v1/tasks/impl/intents/pr_outcome", tok: implTok, body: `{"url":"https://git.example.test/pr/1","outcome":"opened"}`, code: 200},
-		{name: "pr_outcome again, different", method: "POST", path: "/api/v1/tasks/impl/intents/pr_outcome", tok: implTok, body: `{"outcome":"merged"}`, code: 409},
-		{name: "another outcome intent", method: "POST", path: "/api/v1/tasks/impl/intents/already_done", tok: implTok, body: `{"evidence":"x"}`, code: 409, errContains: "already has outcome pr_outcome"},
+		{name: "pr_outcome again, different: replaces", method: "POST", path: "/api/v1/tasks/impl/intents/pr_outcome", tok: implTok, body: `{"outcome":"merged"}`, code: 200,
+			check: func(t *testing.T, r response) {
+				if r.body["result"] != "replaced" {
+					t.Fatalf("result %v", r.body["result"])
+				}
+			}},
+		{name: "another outcome intent: the last one stands", method: "POST", path: "/api/v1/tasks/impl/intents/pr_outcome", tok: implTok, body: `{"outcome":"opened","url":"https://git.example.test/pr/1"}`, code: 200,
+			check: func(t *testing.T, r response) {
+				outcome, _ := r.body["outcome"].(map[string]any)
+				if r.body["result"] != "replaced" || outcome["value"] != "opened" {
+					t.Fatalf("result %v outcome %v", r.body["result"], outcome)
+				}
+			}},
 		{name: "decline needs a reason", method: "POST", path: "/api/v1/tasks/impl/intents/decline_implementation", tok: implTok, body: `{"reason":""}`, code: 400, errContains: `field "reason"`},
 		{name: "subtask with a repo outside the project", method: "POST", path: "/api/v1/tasks/impl/subtasks", tok: implTok,
 			body: `{"kind":"review","repo":"nope","directive":"review it"}`, code: 400, errContains: `no repo "nope"`},
@@ -229,8 +240,11 @@ func TestRESTStatusCodes(t *testing.T) {
 		}
 		return nil
 	})
-	if n := testutil.ToFloat64(op.Metrics.APIRequests.WithLabelValues("pr_outcome", "409")); n != 1 {
-		t.Fatalf("api_requests_total{pr_outcome,409} = %v, want 1", n)
+	if n := testutil.ToFloat64(op.Metrics.IntentsRecorded.WithLabelValues("pr_outcome", "replaced")); n != 2 {
+		t.Fatalf("intents_total{pr_outcome,replaced} = %v, want 2", n)
+	}
+	if n := testutil.ToFloat64(op.Metrics.APIRequests.WithLabelValues("change_summary", "409")); n != 1 {
+		t.Fatalf("api_requests_total{change_summary,409} = %v, want 1", n)
 	}
 	if n := testutil.ToFloat64(op.Metrics.IntentsRecorded.WithLabelValues("change_summary", "idempotent")); n != 1 {
 		t.Fatalf("intents_total{change_summary,idempotent} = %v, want 1", n)
