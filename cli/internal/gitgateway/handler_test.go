@@ -3,6 +3,7 @@ package gitgateway
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/base64"
 	"io"
 	"log/slog"
 	"net/http"
@@ -301,6 +302,86 @@ func TestForwardedFetchRequests(t *testing.T) {
 		if v := r.header.Get("Git-Protocol"); v != "version=2" {
 			t.Errorf("upstream request %d: Git-Protocol %q, want version=2", i, v)
 		}
+	}
+}
+
+// Of the client's request headers, only those git's smart HTTP needs reach the upstream, on
+// every forwarded request, the push included: X-Original-URL and its kind route a request at the
+// upstream's front end, and must never travel with the gateway's credential.
+func TestForwardedRequestHeaders(t *testing.T) {
+	gatewayAuth := "Basic " + base64.StdEncoding.EncodeToString([]byte(DefaultUsername+":"+stubToken))
+	headers := []struct {
+		name, sent string
+		want       string // what the upstream gets; empty means the header is dropped
+	}{
+		{"Content-Type", "application/x-git-upload-pack-request", "application/x-git-upload-pack-request"},
+		{"Content-Encoding", "gzip", "gzip"},
+		{"Accept", "application/x-git-upload-pack-result", "application/x-git-upload-pack-result"},
+		{"Accept-Encoding", "deflate, gzip, br", "deflate, gzip, br"},
+		{"Git-Protocol", "version=2", "version=2"},
+		{"User-Agent", "git/2.39.5", "git/2.39.5"},
+		{"Authorization", "Basic YWdlbnQ6YWdlbnQtcGFzc3dvcmQ=", gatewayAuth},
+		{"X-Original-URL", "/org/other.git/git-receive-pack", ""},
+		{"X-Rewrite-URL", "/org/other.git/git-receive-pack", ""},
+		{"X-HTTP-Method-Override", "DELETE", ""},
+		{"X-HTTP-Method", "DELETE", ""},
+		{"X-Method-Override", "DELETE", ""},
+		{"Cookie", "session=agent", ""},
+		{"Proxy-Authorization", "Basic YWdlbnQ6cHJveHk=", ""},
+		{"Private-Token", "agent-token", ""},
+		{"Forwarded", "for=1.2.3.4;host=other.example.com", ""},
+		{"X-Forwarded-For", "1.2.3.4", ""},
+		{"X-Forwarded-Host", "other.example.com", ""},
+		{"X-Forwarded-Prefix", "/org/other.git", ""},
+		{"X-Real-IP", "1.2.3.4", ""},
+		{"X-Agent-Custom", "anything", ""},
+		{"Te", "trailers", ""},
+	}
+	push := cmds(zero1 + " " + oidB + " refs/heads/tatara/t1\x00report-status")
+	requests := []struct {
+		method, target string
+		body           []byte
+		decompressed   bool // the gateway forwards the body decompressed, without Content-Encoding
+	}{
+		{http.MethodGet, "/info/refs?service=git-upload-pack", nil, false},
+		{http.MethodGet, "/info/refs?service=git-receive-pack", nil, false},
+		{http.MethodPost, "/git-upload-pack", gz(t, "0000"), false},
+		{http.MethodPost, "/git-receive-pack", gz(t, push+pack), true},
+	}
+	for _, rq := range requests {
+		t.Run(rq.method+" "+rq.target, func(t *testing.T) {
+			g := newStubGateway(t, 0)
+			req, _ := http.NewRequest(rq.method, g.url+rq.target, bytes.NewReader(rq.body))
+			for _, h := range headers {
+				req.Header.Set(h.name, h.sent)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = resp.Body.Close()
+			reqs := g.up.all()
+			if resp.StatusCode != http.StatusOK || len(reqs) != 1 {
+				t.Fatalf("got %d, the upstream %d requests; want 200 and 1", resp.StatusCode, len(reqs))
+			}
+			got := reqs[0].header
+			allowed := map[string]bool{"Content-Length": true} // set by net/http
+			for _, h := range headers {
+				want := h.want
+				if h.name == "Content-Encoding" && rq.decompressed {
+					want = ""
+				}
+				if v := strings.Join(got.Values(h.name), ", "); v != want {
+					t.Errorf("upstream %s %q, want %q", h.name, v, want)
+				}
+				allowed[http.CanonicalHeaderKey(h.name)] = want != ""
+			}
+			for k, v := range got {
+				if !allowed[k] {
+					t.Errorf("upstream got %s %q, which the gateway must not forward", k, v)
+				}
+			}
+		})
 	}
 }
 

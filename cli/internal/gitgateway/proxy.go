@@ -8,14 +8,32 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 )
 
 // The reverse proxy to the upstream: the gateway's credential added, the upstream's challenges, redirects and errors kept from the agent.
 
-// rewrite points a matched request at the upstream with the gateway's credential and none of
-// the client's.
+// forwardedHeaders are the only request headers of the client's that reach the upstream: those
+// git's smart HTTP needs. It is an allow-list, not a deny-list, because the request carries the
+// gateway's credential and any other header may steer the upstream or a front end before it:
+// X-Original-URL, for one, makes IIS, Symfony or Laminas route a fetch to git-receive-pack.
+var forwardedHeaders = []string{"Accept", "Accept-Encoding", "Content-Encoding", "Content-Type", "Git-Protocol", "User-Agent"}
+
+// filterHeaders returns the forwardedHeaders of h, nothing else.
+func filterHeaders(h http.Header) http.Header {
+	out := make(http.Header, len(forwardedHeaders))
+	for _, k := range forwardedHeaders {
+		if v := h.Values(k); len(v) > 0 {
+			out[k] = slices.Clone(v)
+		}
+	}
+	return out
+}
+
+// rewrite points a matched request at the upstream with the gateway's credential and, of the
+// client's headers, only forwardedHeaders.
 func (h *handler) rewrite(pr *httputil.ProxyRequest) {
 	suffix, service, _ := match(pr.In)
 	u := h.upstream.JoinPath(suffix)
@@ -25,12 +43,7 @@ func (h *handler) rewrite(pr *httputil.ProxyRequest) {
 	}
 	pr.Out.URL = u
 	pr.Out.Host = ""
-	for k := range pr.Out.Header {
-		lk := strings.ToLower(k)
-		if lk == "authorization" || lk == "cookie" || lk == "forwarded" || strings.HasPrefix(lk, "proxy-") {
-			delete(pr.Out.Header, k)
-		}
-	}
+	pr.Out.Header = filterHeaders(pr.Out.Header)
 	pr.Out.SetBasicAuth(h.username, h.token)
 }
 

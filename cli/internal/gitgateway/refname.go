@@ -29,7 +29,7 @@ func checkRefFormat(name string) error {
 	case strings.Contains(name, ".."):
 		return fmt.Errorf("ref name %q contains %q", name, "..")
 	case strings.Contains(name, "@{"):
-		return fmt.Errorf("ref name %q contains %q", name, "..")
+		return fmt.Errorf("ref name %q contains %q", name, "@{")
 	case !strings.Contains(name, "/"):
 		return fmt.Errorf("ref name %q has only one component", name)
 	}

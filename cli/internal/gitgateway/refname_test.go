@@ -79,6 +79,7 @@ func TestCheckBranchPrefix(t *testing.T) {
 		{"/tatara/t1", "begins with /"},
 		{"tatara/t1/", "ends with /"},
 		{"tatara/../main", `contains ".."`},
+		{"tatara/t@{1}", `contains "@{"`},
 		{"tatara/t1.lock", "ending with .lock"},
 		{"tatara/t 1", `contains ' '`},
 		{"tatara/t1\n", "control character"},
