@@ -403,6 +403,11 @@ const (
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Outcome",type=string,JSONPath=`.status.outcome.intent`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// The selectable fields let the REST API list only the Tasks a decision needs from the API server
+// (a parent's children, a Project's active Tasks) with field selectors.
+// +kubebuilder:selectablefield:JSONPath=`.spec.parent`
+// +kubebuilder:selectablefield:JSONPath=`.spec.projectRef.name`
+// +kubebuilder:selectablefield:JSONPath=`.status.phase`
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 50",message="Task names are at most 50 characters: the agent pod is tatara-agent-<task> and the name is a label value"
 
 // Task is one unit of agent work; the operator runs one agent pod for it.

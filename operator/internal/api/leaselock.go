@@ -19,9 +19,10 @@ import (
 )
 
 // leaseLock is a lock shared by every replica that serves the REST API: one Lease per key in
-// the operator's namespace, created to take the lock and deleted to give it back. A Lease left by
-// a replica that died holding it is taken over once it is older than leaseLockDuration. Reads go
-// to the API server (APIReader): a cached read could see a Lease that is already gone, or miss
+// the operator's namespace, created to take the lock and deleted to give it back. Its holder
+// renews it every duration/3 for as long as it holds it, however long its handler runs; a Lease
+// not renewed for duration was left by a replica that died holding it, and is taken over. Reads
+// go to the API server (APIReader): a cached read could see a Lease that is already gone, or miss
 // one that was just created.
 type leaseLock struct {
 	client    client.Client
@@ -29,11 +30,12 @@ type leaseLock struct {
 	namespace string
 	// holder names this replica in the Leases it holds.
 	holder string
+	// duration is how long a Lease may go unrenewed before another replica takes it over.
+	duration time.Duration
 }
 
 const (
-	// leaseLockDuration is how long a Lease may be held before another replica may take it over;
-	// far above a subtask_create's critical section (one List, one Create, one status write).
+	// leaseLockDuration is how long a held Lease may go unrenewed: three renewals missed in a row.
 	leaseLockDuration = 15 * time.Second
 	// leaseLockPoll is the longest wait between two attempts to take a held lock.
 	leaseLockPoll = 50 * time.Millisecond
@@ -41,7 +43,7 @@ const (
 
 func newLeaseLock(c client.Client, reader client.Reader, namespace string) *leaseLock {
 	host, _ := os.Hostname() // the pod name; only a label for whoever reads the Lease
-	return &leaseLock{client: c, reader: reader, namespace: namespace, holder: host + "_" + crand.Text()[:8]}
+	return &leaseLock{client: c, reader: reader, namespace: namespace, holder: host + "_" + crand.Text()[:8], duration: leaseLockDuration}
 }
 
 // leaseName is a valid object name for any key.
@@ -58,15 +60,20 @@ func (l *leaseLock) lock(ctx context.Context, key string) (unlock func(), err er
 		lease := &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: l.namespace,
 				Annotations: map[string]string{"tatara.dev/lock-key": key}},
-			Spec: coordinationv1.LeaseSpec{HolderIdentity: &l.holder, LeaseDurationSeconds: ptr.To(int32(leaseLockDuration / time.Second)),
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: &l.holder, LeaseDurationSeconds: ptr.To(int32(l.duration / time.Second)),
 				AcquireTime: &now, RenewTime: &now},
 		}
 		err := l.client.Create(ctx, lease)
 		if err == nil {
 			uid := lease.UID
+			// Detached from the request: the lock is renewed, and given back, even when the
+			// request's context has ended.
+			renewCtx, stopRenewing := context.WithCancel(context.WithoutCancel(ctx))
+			renewed := make(chan struct{})
+			go func() { defer close(renewed); l.renew(renewCtx, lease) }()
 			return func() {
-				// Detached from the request: the lock must be given back even when the
-				// request's context has ended.
+				stopRenewing()
+				<-renewed
 				ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 				defer cancel()
 				_ = l.client.Delete(ctx, lease, client.Preconditions{UID: &uid})
@@ -81,7 +88,7 @@ func (l *leaseLock) lock(ctx context.Context, key string) (unlock func(), err er
 			continue // given back meanwhile
 		case err != nil:
 			return nil, fmt.Errorf("failed to read the lock %s/%s: %w", l.namespace, name, err)
-		case held.Spec.AcquireTime != nil && time.Since(held.Spec.AcquireTime.Time) > leaseLockDuration:
+		case l.stale(&held):
 			// Its holder died holding it. The precondition makes sure only this stale Lease
 			// is deleted, never one taken meanwhile.
 			uid, rv := held.UID, held.ResourceVersion
@@ -95,6 +102,34 @@ func (l *leaseLock) lock(ctx context.Context, key string) (unlock func(), err er
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-time.After(leaseLockPoll/2 + rand.N(leaseLockPoll/2)):
+		}
+	}
+}
+
+// stale reports whether held went unrenewed for longer than duration.
+func (l *leaseLock) stale(held *coordinationv1.Lease) bool {
+	last := held.Spec.RenewTime
+	if last == nil {
+		last = held.Spec.AcquireTime
+	}
+	return last != nil && time.Since(last.Time) > l.duration
+}
+
+// renew moves lease's renewTime forward every duration/3 until ctx ends. A failed renewal is tried
+// again at the next tick: two more chances before the Lease goes stale.
+func (l *leaseLock) renew(ctx context.Context, lease *coordinationv1.Lease) {
+	tick := time.NewTicker(l.duration / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		next := lease.DeepCopy()
+		next.Spec.RenewTime = ptr.To(metav1.NewMicroTime(time.Now()))
+		if err := l.client.Update(ctx, next); err == nil {
+			lease = next
 		}
 	}
 }

@@ -89,27 +89,14 @@ func checkSubtaskKind(parent, child tatarav1.TaskKind) *apiError {
 }
 
 // checkSubtaskLimits checks, in order, MaxSubtaskDepth, MaxChildrenPerTask and the Project's
-// maxActiveTasks for a new subtask of parent. tasks is every Task of the parent's namespace,
-// read from the API server. Each refusal is 429 and names the limit and its value.
-func checkSubtaskLimits(parent *tatarav1.Task, tasks []tatarav1.Task, maxActiveTasks int32) *apiError {
-	parentOf := make(map[string]string, len(tasks))
-	for i := range tasks {
-		parentOf[tasks[i].Name] = tasks[i].Spec.Parent
-	}
-	if d := subtaskDepth(parent.Spec.Parent, parentOf); d+1 > MaxSubtaskDepth {
+// maxActiveTasks for a new subtask of parent, at depth (0 for a root Task) with children
+// subtasks already created (finished ones count) and active Tasks in its Project (not
+// Succeeded, Failed or Cancelled). Each refusal is 429 and names the limit and its value.
+func checkSubtaskLimits(parent *tatarav1.Task, depth, children, active int, maxActiveTasks int32) *apiError {
+	if depth+1 > MaxSubtaskDepth {
 		return errorf(http.StatusTooManyRequests,
 			"subtask refused: task %q is at depth %d or deeper (a root Task's child is depth 1), so its subtask would pass MaxSubtaskDepth %d",
-			parent.Name, d, MaxSubtaskDepth)
-	}
-	children, active := 0, 0
-	for i := range tasks {
-		t := &tasks[i]
-		if t.Spec.Parent == parent.Name {
-			children++
-		}
-		if t.Spec.ProjectRef.Name == parent.Spec.ProjectRef.Name && !t.Status.Phase.Terminal() {
-			active++
-		}
+			parent.Name, depth, MaxSubtaskDepth)
 	}
 	if children >= MaxChildrenPerTask {
 		return errorf(http.StatusTooManyRequests,
@@ -125,21 +112,4 @@ func checkSubtaskLimits(parent *tatarav1.Task, tasks []tatarav1.Task, maxActiveT
 			parent.Spec.ProjectRef.Name, active, maxActiveTasks)
 	}
 	return nil
-}
-
-// subtaskDepth is the depth of a Task whose spec.parent is parent: 0 for a root Task. It walks
-// parentOf up, stopping at MaxSubtaskDepth (deeper makes no difference to the answer, and a
-// cycle written by hand cannot loop). An ancestor that is gone ends the walk: its children are
-// deleted with it through their owner references.
-func subtaskDepth(parent string, parentOf map[string]string) int {
-	depth := 0
-	for p := parent; p != "" && depth < MaxSubtaskDepth; {
-		depth++
-		next, ok := parentOf[p]
-		if !ok {
-			break
-		}
-		p = next
-	}
-	return depth
 }

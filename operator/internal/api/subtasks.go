@@ -10,6 +10,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -77,7 +78,11 @@ func (k *keyedLock) lock(ctx context.Context, key string) (unlock func(), err er
 
 // subtaskCreate creates a child Task. Before anything is created it checks, in order: the
 // parent kind's row of subtaskPolicy (403), MaxSubtaskDepth, MaxChildrenPerTask and the
-// Project's spec.maxActiveTasks (429 each).
+// Project's spec.maxActiveTasks (429 each). The limits are checked twice: first from the cache
+// (two indexed reads, no copies), so a call that is already over a limit costs no API request
+// and no lock however many Tasks the namespace holds; then, under the Project's lock, from the
+// API server, reading only the parent's children and the Project's active Tasks (field selectors
+// on the CRD's selectable fields), never the namespace's finished Tasks.
 func (s *Server) subtaskCreate(ctx context.Context, c *call) (int, any, *apiError) {
 	var req subtaskCreateRequest
 	if err := decodeBody(c.w, c.r, s.opts.MaxBodyBytes, &req); err != nil {
@@ -93,9 +98,18 @@ func (s *Server) subtaskCreate(ctx context.Context, c *call) (int, any, *apiErro
 	if !p.HasRepo(req.Repo) {
 		return 0, nil, errorf(http.StatusBadRequest, "field \"repo\": project %q has no repo %q", p.Name, req.Repo)
 	}
+	ancestors, depth, aerr := s.ancestors(ctx, c.task)
+	if aerr != nil {
+		return 0, nil, aerr
+	}
 	annotations := requestAnnotation(c.requestID)
 	if reviewsParent(c.task, tatarav1.TaskKind(req.Kind)) {
-		notes, aerr := reviewOfParent(c.task, &req)
+		asker := personCreated(c.task, ancestors)
+		if asker == nil {
+			return 0, nil, errorf(http.StatusConflict, "review of %q refused: the Tasks above it end at one that is gone before a Task "+
+				"that no agent created, and only such a Task's directive may tell a reviewer what was asked", c.task.Name)
+		}
+		notes, aerr := reviewOfParent(c.task, asker, &req)
 		if aerr != nil {
 			return 0, nil, aerr
 		}
@@ -103,6 +117,9 @@ func (s *Server) subtaskCreate(ctx context.Context, c *call) (int, any, *apiErro
 			annotations = map[string]string{}
 		}
 		annotations[ImplementerNotesAnnotation] = notes
+	}
+	if done, aerr := s.checkSubtaskLimitsCached(ctx, c, depth, p.Spec.MaxActiveTasks); done != nil || aerr != nil {
+		return http.StatusCreated, done, aerr
 	}
 	// Count, then create, under the Project's lock, so two concurrent requests cannot both
 	// pass a limit with one slot left. It is held until the handler returns, so the parent's
@@ -114,28 +131,20 @@ func (s *Server) subtaskCreate(ctx context.Context, c *call) (int, any, *apiErro
 	defer unlock()
 	// The counts come from the API server, not the cache: the cache may not hold the subtask
 	// the previous request created yet, and would let this one pass a limit.
-	var tasks tatarav1.TaskList
-	if err := s.opts.APIReader.List(ctx, &tasks, client.InNamespace(c.task.Namespace)); err != nil {
-		return 0, nil, errorf(http.StatusInternalServerError, "failed to list tasks of namespace %q: %v", c.task.Namespace, err)
-	}
-	// The parent as the API server has it now: the cache authenticate read may lag behind its end.
-	i := slices.IndexFunc(tasks.Items, func(t tatarav1.Task) bool { return t.UID == c.task.UID })
-	if i < 0 {
-		return 0, nil, errorf(http.StatusUnauthorized, "invalid token")
-	}
-	if aerr := stillAuthenticated(c.task, &tasks.Items[i]); aerr != nil {
+	if aerr := s.recheckCaller(ctx, c); aerr != nil {
 		return 0, nil, aerr
 	}
-	if c.requestID != "" {
-		// A retry of a call that created its subtask: that subtask, nothing new.
-		if j := slices.IndexFunc(tasks.Items, func(t tatarav1.Task) bool {
-			return t.Annotations[SubtaskRequestAnnotation] == c.requestID &&
-				slices.ContainsFunc(t.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == c.task.UID })
-		}); j >= 0 {
-			return http.StatusCreated, viewOf(&tasks.Items[j]), nil
-		}
+	var children, active tatarav1.TaskList
+	if err := s.opts.APIReader.List(ctx, &children, client.InNamespace(c.task.Namespace), childrenOf(c.task.Name)); err != nil {
+		return 0, nil, errorf(http.StatusInternalServerError, "failed to list the subtasks of %q: %v", c.task.Name, err)
 	}
-	if aerr := checkSubtaskLimits(c.task, tasks.Items, p.Spec.MaxActiveTasks); aerr != nil {
+	if done := retried(c, children.Items); done != nil {
+		return http.StatusCreated, subtaskView(c.task, done), nil
+	}
+	if err := s.opts.APIReader.List(ctx, &active, client.InNamespace(c.task.Namespace), activeIn(c.task.Spec.ProjectRef.Name)); err != nil {
+		return 0, nil, errorf(http.StatusInternalServerError, "failed to list the active tasks of project %q: %v", c.task.Spec.ProjectRef.Name, err)
+	}
+	if aerr := checkSubtaskLimits(c.task, depth, len(children.Items), len(active.Items), p.Spec.MaxActiveTasks); aerr != nil {
 		return 0, nil, aerr
 	}
 	sub := &tatarav1.Task{
@@ -164,7 +173,100 @@ func (s *Server) subtaskCreate(ctx context.Context, c *call) (int, any, *apiErro
 		fmt.Sprintf("%s (%s, repo %s)", sub.Name, sub.Spec.Kind, sub.Spec.Repo), ""); err != nil {
 		return 0, nil, err
 	}
-	return http.StatusCreated, viewOf(sub), nil
+	return http.StatusCreated, subtaskView(c.task, sub), nil
+}
+
+// ancestors returns the Tasks above t, nearest first, read from the cache (spec.parent is
+// immutable), and t's depth: 0 for a root Task, one more for each spec.parent above it, counting
+// a parent that is gone (the walk ends there: its children are deleted with it through their
+// owner references). The walk stops after MaxSubtaskDepth steps: deeper makes no difference to any
+// decision, and a cycle written by hand cannot loop.
+func (s *Server) ancestors(ctx context.Context, t *tatarav1.Task) ([]tatarav1.Task, int, *apiError) {
+	var chain []tatarav1.Task
+	depth := 0
+	for name := t.Spec.Parent; name != "" && depth < MaxSubtaskDepth; depth++ {
+		var a tatarav1.Task
+		if err := s.opts.Client.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: name}, &a); err != nil {
+			if apierrors.IsNotFound(err) {
+				return chain, depth + 1, nil
+			}
+			return nil, 0, errorf(http.StatusInternalServerError, "failed to get task %q above %q: %v", name, t.Name, err)
+		}
+		chain = append(chain, a)
+		name = a.Spec.Parent
+	}
+	return chain, depth, nil
+}
+
+// personCreated returns the nearest of t and its ancestors (nearest first) that no agent created:
+// the first without spec.parent, which only subtask_create sets. nil when the chain ends first.
+func personCreated(t *tatarav1.Task, ancestors []tatarav1.Task) *tatarav1.Task {
+	if t.Spec.Parent == "" {
+		return t
+	}
+	for i := range ancestors {
+		if ancestors[i].Spec.Parent == "" {
+			return &ancestors[i]
+		}
+	}
+	return nil
+}
+
+// childrenOf selects the Tasks whose spec.parent is parent (a selectable field of the CRD).
+func childrenOf(parent string) client.ListOption {
+	return client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector(index.TaskParent, parent)}
+}
+
+// activeIn selects the Tasks of project whose phase is not terminal (selectable fields of the
+// CRD; a Task without a phase yet is active).
+func activeIn(project string) client.ListOption {
+	selectors := []fields.Selector{fields.OneTermEqualSelector(index.TaskProject, project)}
+	for _, phase := range []tatarav1.TaskPhase{tatarav1.PhaseSucceeded, tatarav1.PhaseFailed, tatarav1.PhaseCancelled} {
+		selectors = append(selectors, fields.OneTermNotEqualSelector(index.TaskPhase, string(phase)))
+	}
+	return client.MatchingFieldsSelector{Selector: fields.AndSelectors(selectors...)}
+}
+
+// retried returns the subtask a call with the same request id already created, if any: a retry
+// gets that subtask, nothing new.
+func retried(c *call, children []tatarav1.Task) *tatarav1.Task {
+	if c.requestID == "" {
+		return nil
+	}
+	i := slices.IndexFunc(children, func(t tatarav1.Task) bool {
+		return t.Annotations[SubtaskRequestAnnotation] == c.requestID &&
+			slices.ContainsFunc(t.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == c.task.UID })
+	})
+	if i < 0 {
+		return nil
+	}
+	return &children[i]
+}
+
+// checkSubtaskLimitsCached is the first check of the limits, from the cache's indexes: it refuses
+// a call that is already over one, and answers a retry whose subtask the cache already holds. The
+// cache may lag behind the API server, which only makes it undercount: what it refuses, the API
+// server would refuse too. The objects are the cache's own (no copies), so they are only read.
+func (s *Server) checkSubtaskLimitsCached(ctx context.Context, c *call, depth int, maxActiveTasks int32) (any, *apiError) {
+	var children, project tatarav1.TaskList
+	if err := s.opts.Client.List(ctx, &children, client.InNamespace(c.task.Namespace),
+		client.MatchingFields{index.TaskParent: c.task.Name}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, errorf(http.StatusInternalServerError, "failed to list the subtasks of %q: %v", c.task.Name, err)
+	}
+	if done := retried(c, children.Items); done != nil {
+		return subtaskView(c.task, done), nil
+	}
+	if err := s.opts.Client.List(ctx, &project, client.InNamespace(c.task.Namespace),
+		client.MatchingFields{index.TaskProject: c.task.Spec.ProjectRef.Name}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, errorf(http.StatusInternalServerError, "failed to list the tasks of project %q: %v", c.task.Spec.ProjectRef.Name, err)
+	}
+	active := 0
+	for i := range project.Items {
+		if !project.Items[i].Status.Phase.Terminal() {
+			active++
+		}
+	}
+	return nil, checkSubtaskLimits(c.task, depth, len(children.Items), active, maxActiveTasks)
 }
 
 func (s *Server) subtaskList(ctx context.Context, c *call) (int, any, *apiError) {
@@ -176,7 +278,7 @@ func (s *Server) subtaskList(ctx context.Context, c *call) (int, any, *apiError)
 	slices.SortFunc(list.Items, func(a, b tatarav1.Task) int { return strings.Compare(a.Name, b.Name) })
 	out := []taskView{}
 	for i := range list.Items {
-		v := viewOf(&list.Items[i])
+		v := subtaskView(c.task, &list.Items[i])
 		v.Activity = nil
 		out = append(out, v)
 	}
@@ -204,7 +306,18 @@ func (s *Server) subtaskGet(ctx context.Context, c *call) (int, any, *apiError) 
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, viewOf(sub), nil
+	return http.StatusOK, subtaskView(c.task, sub), nil
+}
+
+// subtaskView is what parent sees of its subtask sub. A review of parent's own change shows
+// neither its activity nor its outcome until it ends: the implementer must not watch its review
+// as it is written and react to it (cancel it, ask for another) before the verdict stands.
+func subtaskView(parent, sub *tatarav1.Task) taskView {
+	v := viewOf(sub)
+	if reviewsParent(parent, sub.Spec.Kind) && !sub.Status.Phase.Terminal() {
+		v.Activity, v.Outcome = nil, nil
+	}
+	return v
 }
 
 func (s *Server) subtaskCancel(ctx context.Context, c *call) (int, any, *apiError) {
@@ -225,6 +338,9 @@ func (s *Server) subtaskCancel(ctx context.Context, c *call) (int, any, *apiErro
 			return nil
 		}
 		switch {
+		case reviewsParent(c.task, sub.Spec.Kind):
+			aerr = errorf(http.StatusForbidden, "subtask %q reviews the change of %q, which may not cancel its own review", sub.Name, c.task.Name)
+			return nil
 		case sub.Spec.Cancel != nil:
 			result = resultIdempotent
 			return nil

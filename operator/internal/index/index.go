@@ -26,6 +26,10 @@ const (
 	TaskProject = "spec.projectRef.name"
 	// TaskParent indexes Tasks by spec.parent.
 	TaskParent = "spec.parent"
+	// TaskPhase is status.phase. Like TaskProject and TaskParent it is a selectable field of the
+	// Task CRD, so a List from the API server can select by it (a field selector); it is no
+	// cache index.
+	TaskPhase = "status.phase"
 	// SecretAudienceToken indexes token Secrets by AudienceTokenKey of each audience token the
 	// cli derives from theirs (tasktoken.ForAudience), so a backend's token review finds the
 	// Task token it was derived from, again without tokens in clear as index keys.

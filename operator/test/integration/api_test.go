@@ -286,13 +286,75 @@ func TestRESTSubtasks(t *testing.T) {
 	if r := call(t, op.url, "GET", "/api/v1/tasks/parent", subTok, ""); r.code != 403 {
 		t.Fatalf("subtask token on parent = %d", r.code)
 	}
+	// A part of the work it split off (not a review of its own change) the parent may cancel.
+	part := createSubtask(t, op.url, "parent", tok, string(tatarav1.KindImplement))
 	for i, want := range []string{"recorded", "idempotent"} {
-		r := call(t, op.url, "POST", "/api/v1/tasks/parent/subtasks/"+sub+"/cancel", tok, `{"reason":"not needed"}`)
+		r := call(t, op.url, "POST", "/api/v1/tasks/parent/subtasks/"+part+"/cancel", tok, `{"reason":"not needed"}`)
 		if r.code != 200 || r.body["result"] != want {
 			t.Fatalf("cancel #%d = %d %s, want 200 %s", i, r.code, r.raw, want)
 		}
 	}
-	waitReason(t, ns, sub, tatarav1.ReasonCancelled)
+	waitReason(t, ns, part, tatarav1.ReasonCancelled)
+}
+
+// TestImplementerDoesNotControlItsReview: an implement Task may not cancel the review of its own
+// change, and sees neither the review's activity nor its verdict until the review ends; then it
+// sees the verdict that stands, the reviewer's last.
+func TestImplementerDoesNotControlItsReview(t *testing.T) {
+	op := startOperator(t)
+	ns := newNamespace(t)
+	newProject(t, ns, "p")
+	newTask(t, ns, "impl", "p", tatarav1.KindImplement)
+	tok := token(t, ns, "impl")
+	review := createSubtask(t, op.url, "impl", tok, string(tatarav1.KindReview))
+	pod := waitPod(t, ns, review)
+	revTok := token(t, ns, review)
+
+	for _, v := range []string{`{"verdict":"approve","summary":"first"}`, `{"verdict":"request_changes","summary":"last"}`} {
+		if r := call(t, op.url, "POST", "/api/v1/tasks/"+review+"/intents/review_verdict", revTok, v); r.code != 200 {
+			t.Fatalf("review_verdict %s = %d %s", v, r.code, r.raw)
+		}
+	}
+	if r := call(t, op.url, "POST", "/api/v1/tasks/"+review+"/notes", revTok, `{"text":"reading the diff"}`); r.code != 201 {
+		t.Fatalf("review note = %d %s", r.code, r.raw)
+	}
+	r := call(t, op.url, "POST", "/api/v1/tasks/impl/subtasks/"+review+"/cancel", tok, `{"reason":"I changed my mind"}`)
+	if msg, _ := r.body["error"].(string); r.code != 403 || !strings.Contains(msg, "may not cancel its own review") {
+		t.Fatalf("the implementer cancelling its review = %d %s, want 403", r.code, r.raw)
+	}
+	eventually(t, 10*time.Second, "the cache to hold the review's verdict", func() error {
+		var rev tatarav1.Task
+		if err := op.GetClient().Get(context.Background(), types.NamespacedName{Namespace: ns, Name: review}, &rev); err != nil {
+			return err
+		}
+		if rev.Status.Outcome == nil || len(rev.Status.Activity) == 0 {
+			return fmt.Errorf("outcome %v, %d activity entries", rev.Status.Outcome, len(rev.Status.Activity))
+		}
+		return nil
+	})
+	r = call(t, op.url, "GET", "/api/v1/tasks/impl/subtasks/"+review, tok, "")
+	if r.code != 200 || r.body["outcome"] != nil || r.body["activity"] != nil {
+		t.Fatalf("subtask_get of a running review = %d %s, want no outcome and no activity", r.code, r.raw)
+	}
+	r = call(t, op.url, "GET", "/api/v1/tasks/impl/subtasks", tok, "")
+	if strings.Contains(r.raw, "request_changes") || strings.Contains(r.raw, "approve") {
+		t.Fatalf("subtask_list shows the running review's verdict: %s", r.raw)
+	}
+
+	setPodStatus(t, &pod, func(st *corev1.PodStatus) {
+		st.Phase = corev1.PodSucceeded
+		st.ContainerStatuses = []corev1.ContainerStatus{{Name: agent.WrapperContainer, Image: wrapperImage,
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}}}}
+	})
+	waitReason(t, ns, review, tatarav1.ReasonPodSucceeded)
+	eventually(t, 10*time.Second, "the ended review's verdict", func() error {
+		r := call(t, op.url, "GET", "/api/v1/tasks/impl/subtasks/"+review, tok, "")
+		outcome, _ := r.body["outcome"].(map[string]any)
+		if r.code != 200 || outcome["value"] != "request_changes" {
+			return fmt.Errorf("subtask_get = %d %s", r.code, r.raw)
+		}
+		return nil
+	})
 }
 
 // TestTokenOfDeletedTaskIsRejected: a Secret left behind (no garbage collector in envtest)

@@ -139,10 +139,6 @@ func (c *requestCounter) snapshot() map[string]int64 {
 	return out
 }
 
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
 // sampler records the peak heap in use and goroutine count every 100 ms.
 type sampler struct {
 	heap       uint64

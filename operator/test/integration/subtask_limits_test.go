@@ -83,7 +83,7 @@ func TestSubtaskChildrenLimit(t *testing.T) {
 
 	var subs []string
 	for range api.MaxChildrenPerTask {
-		subs = append(subs, createSubtask(t, op.url, "impl", tok, string(tatarav1.KindReview)))
+		subs = append(subs, createSubtask(t, op.url, "impl", tok, string(tatarav1.KindImplement)))
 	}
 	want := fmt.Sprintf("MaxChildrenPerTask is %d", api.MaxChildrenPerTask)
 	refused(t, op.url, ns, "impl", tok, string(tatarav1.KindReview), 429, want, api.MaxChildrenPerTask+1)
