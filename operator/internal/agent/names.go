@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"fmt"
 	"path"
 	"strings"
 
@@ -23,13 +24,20 @@ func SecretName(task string) string { return PodNamePrefix + task + "-token" }
 // the agent's.
 func RepoDir(repo string) string { return path.Join(WorkspaceDir, repo) }
 
-// PushBranch is the branch a Task's agent may push to (and branches under it):
-// tatara/<task>-<the first 8 characters of the Task's UID>. The UID makes it the branch of this
-// Task object: a Task deleted and created again under the same name pushes to another branch,
-// never over the earlier one's.
+// PushBranch is the branch the agent of a Task's current attempt may push to (and branches under
+// it): tatara/<task>-<the first 8 characters of the Task's UID>, and for a retry after a lost pod
+// (attempt n > 1) that name with -attempt<n>. The UID makes it the branch of this Task object: a
+// Task deleted and created again under the same name pushes to another branch, never over the
+// earlier one's. The attempt fences a lost pod, which may still run on a node the cluster cannot
+// reach with the push credential in its gateway: it can push only to its own attempt's branch,
+// never to the branch of the retry, whose change is the one reviewed and reported.
 func PushBranch(task *tatarav1.Task) string {
 	uid := strings.ReplaceAll(string(task.UID), "-", "")
-	return "tatara/" + task.Name + "-" + uid[:min(8, len(uid))]
+	branch := "tatara/" + task.Name + "-" + uid[:min(8, len(uid))]
+	if a := task.Status.CurrentAttempt(); a != nil && a.Number > 1 {
+		branch += fmt.Sprintf("-attempt%d", a.Number)
+	}
+	return branch
 }
 
 // Labels returns the labels of a Task's Secret and pod.

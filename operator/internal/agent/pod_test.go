@@ -682,3 +682,26 @@ func TestPushBranchIsPerTaskObject(t *testing.T) {
 		t.Errorf("two Task objects named %s share the branch %s", first.Name, PushBranch(first))
 	}
 }
+
+// A retry after a lost pod pushes to a branch of its own, which the lost pod's gateway (allowed
+// its branch and branches under it) cannot write: the lost pod, which may still run, cannot push
+// over the retry's work.
+func TestPushBranchIsPerAttempt(t *testing.T) {
+	task := testTask(tatarav1.KindImplement)
+	task.UID = "3f2a9c1e-9a57-4c1e-8d2a-6f1b2c3d4e5f"
+	task.Status.Attempts = []tatarav1.TaskAttempt{{Number: 1, PodName: "tatara-agent-t1"}}
+	first := PushBranch(task)
+	task.Status.Attempts = append(task.Status.Attempts, tatarav1.TaskAttempt{Number: 2, PodName: "tatara-agent-t1"})
+	retry := PushBranch(task)
+	if first != "tatara/t1-3f2a9c1e" || retry != "tatara/t1-3f2a9c1e-attempt2" {
+		t.Fatalf("branches %q and %q, want tatara/t1-3f2a9c1e and tatara/t1-3f2a9c1e-attempt2", first, retry)
+	}
+	if retry == first || strings.HasPrefix(retry, first+"/") {
+		t.Fatalf("the retry's branch %q is one the first attempt's gateway (prefix %q) may push to", retry, first)
+	}
+	pod := BuildPod(task, workspaceProject(), testConfig())
+	i := slices.IndexFunc(pod.Spec.InitContainers, func(c corev1.Container) bool { return c.Name == GitGatewayContainer })
+	if i < 0 || !slices.Contains(pod.Spec.InitContainers[i].Args, "--branch-prefix="+retry) {
+		t.Errorf("the retry's pod has no gateway that pushes to %s: %+v", retry, pod.Spec.InitContainers)
+	}
+}
