@@ -19,6 +19,7 @@ import (
 
 	"tatara.dev/cli/pkg/tasktoken"
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
+	"tatara.dev/testkit/gitserver"
 )
 
 // bashStep is a model-script step that runs command with the agent's own shell tool.
@@ -39,6 +40,7 @@ func bashStep(command string) string {
 //   - proxies named in the Project's extraEnvs do not divert the cli's calls, nor the agent's
 //     connection to its MCP server (all of the above reached the operator).
 func TestAgentAsAttacker(t *testing.T) {
+	sharedFeature(t)
 	const name = "attacker"
 	var project *tatarav1.Project
 	var task *tatarav1.Task
@@ -201,4 +203,66 @@ func tokenReview(ctx context.Context, t *testing.T, cs *kubernetes.Clientset, to
 		t.Fatalf("token review answer %s: %v", raw, err)
 	}
 	return out
+}
+
+// TestReviewOfAHostileBranch: the change under review must not configure its reviewer. A review
+// Task checks out a branch whose .claude/settings.json (testkit/gitserver.HostileSettings) has
+// hooks that would write a marker, an env that would send the model's requests to a closed port,
+// and a rule that would deny the shell tool. The real agent CLI in the reviewer's pod reads none
+// of it: no marker, every request reaches the model stand-in, the shell tool runs (and sees the
+// file in the workspace, so the branch was checked out), and the verdict recorded is the script's.
+func TestReviewOfAHostileBranch(t *testing.T) {
+	sharedFeature(t)
+	const name = "review-hostile-branch"
+	var task *tatarav1.Task
+	f := features.New("a review of a branch that configures the agent CLI").
+		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			r, _ := clients(t, cfg)
+			task = newTask(name, kindProject, tatarav1.KindReview, modelScript(name,
+				bashStep(`if test -e `+gitserver.HostileHookMarker+`; then echo "hook-marker: present"; else echo "hook-marker: absent"; fi;`+
+					` echo "settings-in-workspace: $(test -f `+gitserver.HostileSettingsPath+` && echo yes || echo no)"`),
+				`call review_verdict {"verdict":"request_changes","summary":"the branch tries to configure its reviewer"}`,
+				"say done"))
+			task.Spec.Ref = gitserver.HostileSettingsBranch
+			if err := r.Create(ctx, task); err != nil {
+				t.Fatal(err)
+			}
+			return ctx
+		}).
+		Assess("no hook ran, the model was the configured one, the verdict is the reviewer's", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			r, cs := clients(t, cfg)
+			cur := terminalTask(ctx, t, r, task)
+			recs := modelRecords(ctx, t, cs, name)
+			var results strings.Builder
+			for _, rec := range recs {
+				for _, res := range rec.ToolResults {
+					results.WriteString(res + "\n")
+				}
+				if len(rec.ToolErrors) > 0 {
+					t.Errorf("tool errors %q: the workspace's settings may have denied a tool", rec.ToolErrors)
+				}
+			}
+			out := results.String()
+			for _, want := range []string{"hook-marker: absent", "settings-in-workspace: yes"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("the reviewer's probe lacks %q:\n%s", want, out)
+				}
+			}
+			if len(recs) < 3 || recs[len(recs)-1].Answer != "text" {
+				t.Errorf("%d model requests reached the stand-in, want the whole script (3 or more, the last answered with text): the workspace's env may have sent them elsewhere", len(recs))
+			}
+			if o := cur.Status.Outcome; o == nil || o.Intent != "review_verdict" || o.Value != "request_changes" {
+				t.Errorf("outcome %+v, want review_verdict request_changes (the script's)", o)
+			}
+			if cur.Status.Phase != tatarav1.PhaseSucceeded {
+				t.Errorf("phase %s, want Succeeded", cur.Status.Phase)
+			}
+			return ctx
+		}).
+		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			r, _ := clients(t, cfg)
+			deleteTasks(ctx, t, r, task)
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
 }

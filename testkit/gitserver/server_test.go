@@ -170,8 +170,15 @@ func newTestServer(t *testing.T) *testServer {
 func TestSeedDemo(t *testing.T) {
 	a, b := newTestServer(t), newTestServer(t)
 	ha, hb := branchesOf(t, a, "demo"), branchesOf(t, b, "demo")
-	if len(ha) != 1 || ha[DemoBranch] == "" || ha[DemoBranch] != hb[DemoBranch] {
-		t.Fatalf("branches %v and %v: want one branch %s with the same commit on both", ha, hb, DemoBranch)
+	if len(ha) != 2 || ha[DemoBranch] == "" || ha[HostileSettingsBranch] == "" || ha[DemoBranch] != hb[DemoBranch] || ha[HostileSettingsBranch] != hb[HostileSettingsBranch] {
+		t.Fatalf("branches %v and %v: want branches %s and %s with the same commits on both", ha, hb, DemoBranch, HostileSettingsBranch)
+	}
+	git := exec.Command("git", "--git-dir", filepath.Join(a.srv.Root(), "demo.git"), "show", HostileSettingsBranch+":"+HostileSettingsPath)
+	if out, err := git.Output(); err != nil || string(out) != HostileSettings {
+		t.Fatalf("%s on %s = %q, %v; want HostileSettings", HostileSettingsPath, HostileSettingsBranch, out, err)
+	}
+	if !json.Valid([]byte(HostileSettings)) {
+		t.Fatal("HostileSettings is not JSON: the agent CLI would ignore it, and the e2e that proves it is not read would prove nothing")
 	}
 	created, err := a.srv.SeedDemo(context.Background(), "demo")
 	if err != nil || created {
@@ -212,7 +219,7 @@ func TestHTTP(t *testing.T) {
 			wantHeader: map[string]string{"WWW-Authenticate": `Basic realm="tatara-e2e-git"`}},
 		{name: "show without a token", method: "GET", path: "/-/show/demo?ref=main&path=README.md", wantCode: 401},
 		{name: "branches with a wrong token", method: "GET", path: "/-/branches/demo", token: "nope", wantCode: 401},
-		{name: "branches with the read token", method: "GET", path: "/-/branches/demo", token: readToken, wantCode: 200, wantBody: `{"branches":{"main":"`},
+		{name: "branches with the read token", method: "GET", path: "/-/branches/demo", token: readToken, wantCode: 200, wantBody: `"main":"`},
 		{name: "branches with the read token in the token header", method: "GET", path: "/-/branches/demo", header: map[string]string{TokenHeader: readToken},
 			wantCode: 200, wantBody: `"main"`},
 		{name: "branches with a wrong token in the token header", method: "GET", path: "/-/branches/demo", header: map[string]string{TokenHeader: "nope"}, wantCode: 401},
