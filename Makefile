@@ -179,6 +179,11 @@ fuzz: ## Run every fuzz target for its execution budget (FUZZTIME overrides all)
 # or can be pulled (a laptop) and otherwise builds and uses tatara.local/kind-node:<version> from Go
 # modules and Debian packages (a machine that cannot pull images). Set, it is used as is.
 E2E_TIMEOUT ?= 60m
+# E2E_RUN: a go test -run regexp of the features to run (all when empty), on a fresh cluster.
+# E2E_PARALLEL: above the number of features (suite/schedule_test.go: an alone feature holds its
+# slot while it waits for the shared ones).
+E2E_RUN ?=
+E2E_PARALLEL ?= 32
 
 .PHONY: e2e
 e2e: ## The main job: images, a kind cluster, helmfile sync (env kind), the e2e suite, tear down.
@@ -190,7 +195,7 @@ e2e: ## The main job: images, a kind cluster, helmfile sync (env kind), the e2e 
 	echo "== e2e: images"; $(MAKE) -s upgrade-image; \
 	echo "== e2e: suite"; \
 	set +e; cd e2e && KIND_NODE_IMAGE="$$node_image" E2E_IMAGES="$(IMAGE_REFS)" E2E_UPGRADE_IMAGE="$(UPGRADE_IMAGE)" \
-		go test -tags e2e -count=1 -v -timeout $(E2E_TIMEOUT) ./suite/ 2>&1 | grep --line-buffered -vE '^=== (RUN|PAUSE|CONT)'; \
+		go test -tags e2e -count=1 -v -timeout $(E2E_TIMEOUT) -parallel $(E2E_PARALLEL) $(if $(E2E_RUN),-run '$(E2E_RUN)') ./suite/ 2>&1 | grep --line-buffered -vE '^=== (RUN|PAUSE|CONT)'; \
 	rc=$${PIPESTATUS[0]}; echo "== e2e: total $$(( $$(date +%s) - start ))s (exit $$rc)"; exit $$rc
 
 ##@ Tools (pinned in hack/versions.env, cached under $(TATARA_CACHE))

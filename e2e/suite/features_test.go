@@ -63,6 +63,7 @@ func helmfilePins(t *testing.T) map[string]string {
 }
 
 func TestInstall(t *testing.T) {
+	sharedFeature(t)
 	f := features.New("install").
 		Assess("the operator Deployment is Available", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			r, _ := clients(t, cfg)
@@ -152,6 +153,7 @@ func deleteProjects(ctx context.Context, t *testing.T, r *resources.Resources, p
 // gauge), and the model is offered exactly that profile's tatara tools: with their schemas when
 // tool search is off, by name only when it is on.
 func TestGatingPerProfile(t *testing.T) {
+	sharedFeature(t)
 	type run struct {
 		task       *tatarav1.Task
 		toolSearch bool
@@ -218,6 +220,7 @@ func TestGatingPerProfile(t *testing.T) {
 // TestEveryKind: one Task per CRD kind, each running the real agent CLI; each pod's gauge is
 // exactly its profile's count, and so is the set of tatara tools the model was offered.
 func TestEveryKind(t *testing.T) {
+	sharedFeature(t)
 	var tasks []*tatarav1.Task
 	var project *tatarav1.Project
 	f := features.New("every task kind").
@@ -264,6 +267,7 @@ func TestEveryKind(t *testing.T) {
 // TestOverrideAndFailOpen: a Project's extraEnvs entry overrides the kind's profile (the later
 // duplicate wins on the real kubelet); an unknown profile fails open to every tool with a WARN.
 func TestOverrideAndFailOpen(t *testing.T) {
+	sharedFeature(t)
 	var projects []*tatarav1.Project
 	var override, unknown *tatarav1.Task
 	f := features.New("override and fail-open").
@@ -321,6 +325,7 @@ func TestOverrideAndFailOpen(t *testing.T) {
 // for a final scrape), and both charts' alerts fire, naming the project, the Task kind and the
 // report's severity.
 func TestReportInternalIssue(t *testing.T) {
+	sharedFeature(t)
 	var task *tatarav1.Task
 	var project *tatarav1.Project
 	reports := []struct{ category, severity, level string }{
@@ -414,6 +419,7 @@ func TestReportInternalIssue(t *testing.T) {
 // pr_outcome through the cli; the operator records both, the agent exits, and the Task ends
 // Succeeded with the outcome in its status.
 func TestTerminalIntent(t *testing.T) {
+	sharedFeature(t)
 	var task *tatarav1.Task
 	f := features.New("terminal intent, real agent").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {

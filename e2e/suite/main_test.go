@@ -64,7 +64,12 @@ func TestMain(m *testing.M) {
 		// A sync leaves nothing for the next pipeline run to change: the plugin-free diff is empty.
 		phase("diff after sync (hack/helmfile-diff.sh kind): no change", diffAfterSync),
 	)
+	testenv.BeforeEachFeature(func(ctx context.Context, _ *envconf.Config, _ *testing.T, f features.Feature) (context.Context, error) {
+		featureTimes.start(f.Name())
+		return ctx, nil
+	})
 	testenv.AfterEachFeature(func(ctx context.Context, cfg *envconf.Config, t *testing.T, f features.Feature) (context.Context, error) {
+		featureTimes.end(f.Name(), t.Failed())
 		if t.Failed() {
 			exportLogs(ctx, cfg, f.Name())
 		}
@@ -72,6 +77,11 @@ func TestMain(m *testing.M) {
 	})
 	testenv.Finish(phase("tear down", tearDown))
 	code := testenv.Run(m)
+	logf("summary: phases")
+	for _, line := range strings.Split(runLog.Summary(), "\n") {
+		logf("%s", line)
+	}
+	featureTimes.print()
 	printStartupSummary()
 	result := "PASS"
 	if code != 0 {

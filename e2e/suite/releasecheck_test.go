@@ -118,6 +118,7 @@ func helm(ctx context.Context, t *testing.T, cfg *envconf.Config, args ...string
 // check fails and its log names the cause. (The e2e cluster holds the loaded build only, so the
 // old tag is the one image that can run; a tag that does not exist never starts the pod at all.)
 func TestBrokenReleaseFailsItsCheck(t *testing.T) {
+	sharedFeature(t)
 	const release, namespace = "tatara-cli-broken", "tatara-e2e-broken-release"
 	f := features.New("a broken release").
 		Assess("helm test fails and names the cause", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {

@@ -189,6 +189,7 @@ func checkLoad(t *testing.T, what string, s loadSummary, minCalls int) {
 // second through its cli; not one call fails, and the Task of the real agent that spans them
 // Succeeds with no tool error.
 func TestOperatorRollouts(t *testing.T) {
+	aloneFeature(t)
 	const name = "rollouts"
 	var task *tatarav1.Task
 	var pod *corev1.Pod
@@ -228,6 +229,7 @@ func TestOperatorRollouts(t *testing.T) {
 // calls the operator; another replica holds the Lease within the Lease's duration, no call fails,
 // and the Task Succeeds (reconciled by the new leader).
 func TestLeaderFailover(t *testing.T) {
+	aloneFeature(t)
 	const name = "failover"
 	var task *tatarav1.Task
 	var pod *corev1.Pod

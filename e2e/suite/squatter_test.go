@@ -54,6 +54,7 @@ const squatLoop = `perl -MIO::Socket::INET -MIO::Select -e '` +
 // restart ends the Task Failed (SidecarRestarted) and the operator deletes the pod, so nothing the
 // agent serves there is ever trusted.
 func TestCLIPortSquatter(t *testing.T) {
+	sharedFeature(t)
 	const name = "squatter"
 	var task *tatarav1.Task
 	f := features.New("a cli port squatter").

@@ -33,9 +33,12 @@ import (
 	"tatara.dev/operator/test/upgradeprobe"
 )
 
-// upgradeTimeout bounds one helmfile sync of the upgrade: a failed one waits for helmDefaults'
-// 300 s timeout before Helm rolls it back.
-const upgradeTimeout = 8 * time.Minute
+// upgradeTimeout bounds one helmfile sync of the upgrade; failedUpgradeTimeout is the Helm
+// timeout of the operator release in the upgrade that must fail (see nextRelease).
+const (
+	upgradeTimeout       = 8 * time.Minute
+	failedUpgradeTimeout = 60 * time.Second
+)
 
 // nextRelease is a release MR on a copy of the repository's charts and helmfile: the operator
 // bumped to version with `make bump` (its chart, the project chart and the helmfile pins), its
@@ -74,7 +77,16 @@ func nextRelease(t *testing.T, version, tag string) string {
 		if n := strings.Count(string(raw), pin); n != 1 {
 			t.Fatalf("the bumped helmfile pins %q %d times, want once (the operator's image)", pin, n)
 		}
-		if err := os.WriteFile(helmfile, []byte(strings.Replace(string(raw), pin, "tag: "+tag+"\n", 1)), 0o644); err != nil {
+		// An image that was never built never becomes Ready: the release fails after
+		// failedUpgradeTimeout instead of helmDefaults' production 300 s, which would prove
+		// nothing more. Only this copy of the helmfile, and only this release, says so.
+		release := "  - name: tatara-operator\n    namespace: tatara-system\n"
+		if n := strings.Count(string(raw), release); n != 1 {
+			t.Fatalf("the helmfile declares %q %d times, want once", release, n)
+		}
+		edited := strings.Replace(string(raw), pin, "tag: "+tag+"\n", 1)
+		edited = strings.Replace(edited, release, release+fmt.Sprintf("    timeout: %d\n", int(failedUpgradeTimeout.Seconds())), 1)
+		if err := os.WriteFile(helmfile, []byte(edited), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -202,6 +214,7 @@ func taskField(ctx context.Context, t *testing.T, r *resources.Resources, name, 
 // operator, both replicas, `helmfile test` and an empty diff; a Task of the kind only the upgrade
 // knew is refused by the older operator, and no pod is started for it.
 func TestUpgradeAndRollback(t *testing.T) {
+	aloneFeature(t)
 	const name = "upgrade"
 	upgradeImage := os.Getenv("E2E_UPGRADE_IMAGE")
 	var (

@@ -85,6 +85,7 @@ const pushOptionAttempt = `url=$(git remote get-url origin); ` +
 	`' "$url" "$(git rev-parse HEAD)" "$(git rev-parse HEAD~1)" "$(git rev-parse --abbrev-ref HEAD)"`
 
 func TestCodingRun(t *testing.T) {
+	sharedFeature(t)
 	const name = "coding-run"
 	var branch string // tatara/<task>-<uid>: known once the Task exists
 	var project *tatarav1.Project
@@ -197,6 +198,7 @@ func TestCodingRun(t *testing.T) {
 // TestWorkspaceAuthFailed: a repo whose Secret holds a wrong token ends the Task Failed with
 // WorkspaceFailed/AuthFailed, and neither the cli nor the agent ever starts.
 func TestWorkspaceAuthFailed(t *testing.T) {
+	sharedFeature(t)
 	const name = "wrong-token"
 	var project *tatarav1.Project
 	var task *tatarav1.Task

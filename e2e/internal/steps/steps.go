@@ -30,6 +30,9 @@ func (l *Log) Printf(format string, args ...any) {
 	_, _ = fmt.Fprintf(l.out, "[%s %s +%4ds] %s\n", l.name, time.Now().UTC().Format("15:04:05"), int(l.Since().Seconds()), fmt.Sprintf(format, args...))
 }
 
+// Start is when the Log was made.
+func (l *Log) Start() time.Time { return l.start }
+
 // Since is the time since the Log was made.
 func (l *Log) Since() time.Duration { return time.Since(l.start) }
 
