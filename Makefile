@@ -213,7 +213,7 @@ clean-cache: ## Remove the tool/binary/rootfs cache ($(TATARA_CACHE)) and the lo
 	@docker rmi $(LOCAL_KIND_NODE_IMAGE) tatara.local/privileged-probe:1 >/dev/null 2>&1 || true
 	rm -rf $(TATARA_CACHE)
 
-##@ Kubernetes binaries and kind (issue 7; air-gapped path, see README "Kind clusters")
+##@ Kubernetes binaries and kind (the air-gapped path: docs/kind.md)
 
 # The Kubernetes version of envtest, the chart tests' API server and the local kind node image:
 # `make e2e K8S_VERSION=$(KUBERNETES_OLDEST_VERSION)` runs everything on the oldest supported one.
@@ -258,7 +258,7 @@ helm: ## Install the pinned helm (version-stamped) into the cache; print its pat
 helmfile: ## Install the pinned helmfile into the cache; print its path.
 	@hack/tools.sh helmfile
 
-##@ Packaging: images, charts, helmfile pins (issue 6)
+##@ Packaging: images, charts, helmfile pins
 
 # Images `make images` builds: <registry>/<name>:<version>, the version being the component's.
 IMAGE_REGISTRY ?= tatara.local

@@ -1,5 +1,6 @@
-// Package standin is the stand-in for the agent CLI (Claude Code): the one double in the test
-// suites, replacing the LLM and nothing else. Toward the wrapper it behaves like the real CLI: it
+// Package standin is the stand-in for the agent CLI (Claude Code) in the wrapper's process tests,
+// which need no real CLI; the e2e runs use the real one, with the model stand-in as their one
+// double. Toward the wrapper it behaves like the real CLI: it
 // accepts the same flags, prints stream-json on stdout (system/init first, result last) and writes
 // its transcript in the real JSONL format to <CLAUDE_CONFIG_DIR or ~/.claude>/projects/<slug>/
 // <session-id>.jsonl, creating the file only once the first line is ready and after a short delay,
