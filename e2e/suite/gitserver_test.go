@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/e2e-framework/klient/k8s"
 	"sigs.k8s.io/e2e-framework/klient/k8s/resources"
 	"sigs.k8s.io/e2e-framework/klient/wait"
 	"sigs.k8s.io/e2e-framework/klient/wait/conditions"
@@ -45,6 +44,24 @@ var (
 	gitReadToken  = rand.Text()
 	gitWriteToken = rand.Text()
 )
+
+// keptGitTokens reads the tokens of the git server a kept cluster runs (E2E_KEEP_CLUSTER=1), so
+// that this run's Secrets and checks use them instead of new ones.
+func keptGitTokens(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+	var sec corev1.Secret
+	if err := cfg.Client().Resources().Get(ctx, gitServerSecret, gitServerNamespace, &sec); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctx, nil // the earlier run stopped before it deployed the git server
+		}
+		return ctx, fmt.Errorf("failed to read the kept git server's tokens: %w", err)
+	}
+	read, write := string(sec.Data["read-token"]), string(sec.Data["write-token"])
+	if read == "" || write == "" {
+		return ctx, fmt.Errorf("secret %s/%s lacks read-token or write-token", gitServerNamespace, gitServerSecret)
+	}
+	gitReadToken, gitWriteToken = read, write
+	return ctx, nil
+}
 
 // gitServerURL is the in-cluster clone URL of a repository of the git server.
 func gitServerURL(repo string) string {
@@ -121,10 +138,8 @@ func deployGitServer(images []string) env.Func {
 		}}
 		svc := &corev1.Service{ObjectMeta: meta, Spec: corev1.ServiceSpec{Selector: labels,
 			Ports: []corev1.ServicePort{{Name: "http", Port: gitServerPort, TargetPort: intstr.FromInt32(gitServerPort)}}}}
-		for _, obj := range []k8s.Object{secret, dep, svc} {
-			if err := r.Create(ctx, obj); err != nil {
-				return ctx, fmt.Errorf("failed to create %T %s: %w", obj, obj.GetName(), err)
-			}
+		if err := createOrKeep(ctx, r, secret, dep, svc); err != nil {
+			return ctx, err
 		}
 		if err := wait.For(conditions.New(r).DeploymentConditionMatch(dep, appsv1.DeploymentAvailable, corev1.ConditionTrue),
 			wait.WithTimeout(waitTimeout)); err != nil {

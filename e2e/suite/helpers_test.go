@@ -11,13 +11,17 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/e2e-framework/klient/k8s"
 	"sigs.k8s.io/e2e-framework/klient/k8s/resources"
 	"sigs.k8s.io/e2e-framework/klient/wait"
+	"sigs.k8s.io/e2e-framework/klient/wait/conditions"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"tatara.dev/cli/pkg/agentpod"
@@ -195,4 +199,50 @@ func terminalPod(ctx context.Context, t *testing.T, r *resources.Resources, task
 		t.Fatalf("task %s: agent pod %s phase %s, want Succeeded (%v)", task.Name, pod.Name, pod.Status.Phase, err)
 	}
 	return &pod
+}
+
+// createOrKeep creates objs in order. On a reused cluster (E2E_KEEP_CLUSTER=1) an object that
+// exists is kept, except a Deployment whose images differ from obj's: it is deleted and created
+// again, so a changed stand-in image is deployed and an unchanged one is not restarted.
+func createOrKeep(ctx context.Context, r *resources.Resources, objs ...k8s.Object) error {
+	for _, obj := range objs {
+		err := r.Create(ctx, obj)
+		if err == nil {
+			continue
+		}
+		if !reusedCluster || !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("failed to create %T %s: %w", obj, obj.GetName(), err)
+		}
+		want, ok := obj.(*appsv1.Deployment)
+		if !ok {
+			continue
+		}
+		var have appsv1.Deployment
+		if err := r.Get(ctx, want.Name, want.Namespace, &have); err != nil {
+			return fmt.Errorf("failed to read the kept Deployment %s: %w", want.Name, err)
+		}
+		if slices.Equal(images(have.Spec.Template.Spec.Containers), images(want.Spec.Template.Spec.Containers)) {
+			logf("  kept Deployment %s/%s (same images)", want.Namespace, want.Name)
+			continue
+		}
+		if err := r.Delete(ctx, &have); err != nil {
+			return fmt.Errorf("failed to delete the kept Deployment %s: %w", want.Name, err)
+		}
+		if err := wait.For(conditions.New(r).ResourceDeleted(&have), wait.WithContext(ctx), wait.WithTimeout(waitTimeout)); err != nil {
+			return fmt.Errorf("the kept Deployment %s was not deleted: %w", want.Name, err)
+		}
+		if err := r.Create(ctx, want); err != nil {
+			return fmt.Errorf("failed to create %T %s: %w", want, want.Name, err)
+		}
+		logf("  replaced Deployment %s/%s (its images changed)", want.Namespace, want.Name)
+	}
+	return nil
+}
+
+func images(cs []corev1.Container) []string {
+	out := make([]string, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, c.Image)
+	}
+	return out
 }

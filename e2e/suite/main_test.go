@@ -30,6 +30,10 @@ var (
 	clusterName string
 	repoRoot    string
 	logsDir     string
+	// reusedCluster: E2E_KEEP_CLUSTER=1 found the cluster an earlier run kept. Setup then keeps
+	// what is deployed and unchanged (the stand-ins at the same images, the releases when the
+	// helmfile diff is empty) and redeploys the rest.
+	reusedCluster bool
 )
 
 func TestMain(m *testing.M) {
@@ -50,10 +54,23 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	clusterName = name
+	if kindcluster.Keep() {
+		if reusedCluster, err = kindcluster.Exists(repoRoot, name); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
 	logsDir = filepath.Join(repoRoot, "e2e-logs", clusterName)
 	testenv = env.NewWithConfig(envconf.New())
-	testenv.Setup(
-		phase("create kind cluster "+clusterName, envfuncs.CreateClusterWithOpts(kind.NewProvider(), clusterName, opts...)),
+	create := "create kind cluster " + clusterName
+	if reusedCluster {
+		create = "reuse kind cluster " + clusterName + " (" + kindcluster.KeepEnv + "=1)"
+	}
+	setup := []env.Func{phase(create, envfuncs.CreateClusterWithOpts(kind.NewProvider(), clusterName, opts...))}
+	if reusedCluster {
+		setup = append(setup, phase("read the kept cluster's git tokens", keptGitTokens))
+	}
+	testenv.Setup(append(setup,
 		phase("load images", loadImages(images)),
 		phase("deploy the model stand-in", deployModelStandin(images)),
 		phase("deploy the git server", deployGitServer(images)),
@@ -63,7 +80,7 @@ func TestMain(m *testing.M) {
 		phase("helmfile test (environment kind)", helmfileTest),
 		// A sync leaves nothing for the next pipeline run to change: the plugin-free diff is empty.
 		phase("diff after sync (hack/helmfile-diff.sh kind): no change", diffAfterSync),
-	)
+	)...)
 	testenv.BeforeEachFeature(func(ctx context.Context, _ *envconf.Config, _ *testing.T, f features.Feature) (context.Context, error) {
 		featureTimes.start(f.Name())
 		return ctx, nil
@@ -118,6 +135,13 @@ func loadImages(images []string) env.Func {
 // helmfileSync deploys with the same helmfile as production. `sync`, not `apply`: apply needs
 // the helm-diff plugin, which an air-gapped machine cannot install; both install the same releases.
 func helmfileSync(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+	if reusedCluster {
+		if _, err := diffAfterSync(ctx, cfg); err == nil {
+			logf("  the kept cluster runs this helmfile already (the diff is empty): no sync")
+			return ctx, nil
+		}
+		logf("  the kept cluster differs from this helmfile: sync")
+	}
 	helm, err := tool("helm")
 	if err != nil {
 		return ctx, err

@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/e2e-framework/klient/k8s"
 	"sigs.k8s.io/e2e-framework/klient/k8s/resources"
 	"sigs.k8s.io/e2e-framework/klient/wait"
 	"sigs.k8s.io/e2e-framework/klient/wait/conditions"
@@ -108,10 +107,8 @@ func deployModelStandin(images []string) env.Func {
 		}}
 		svc := &corev1.Service{ObjectMeta: meta, Spec: corev1.ServiceSpec{Selector: labels,
 			Ports: []corev1.ServicePort{{Name: "http", Port: modelPort, TargetPort: intstr.FromInt32(modelPort)}}}}
-		for _, obj := range []k8s.Object{ns, secret, dep, svc} {
-			if err := r.Create(ctx, obj); err != nil {
-				return ctx, fmt.Errorf("failed to create %T %s: %w", obj, obj.GetName(), err)
-			}
+		if err := createOrKeep(ctx, r, ns, secret, dep, svc); err != nil {
+			return ctx, err
 		}
 		if err := wait.For(conditions.New(r).DeploymentConditionMatch(dep, appsv1.DeploymentAvailable, corev1.ConditionTrue),
 			wait.WithTimeout(waitTimeout)); err != nil {

@@ -56,7 +56,8 @@ func createRepoSecrets(ctx context.Context, cfg *envconf.Config) (context.Contex
 	} {
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: agentNamespace},
 			StringData: map[string]string{"token": token}}
-		if _, err := cs.CoreV1().Secrets(agentNamespace).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+		_, err := cs.CoreV1().Secrets(agentNamespace).Create(ctx, s, metav1.CreateOptions{})
+		if kept := reusedCluster && apierrors.IsAlreadyExists(err); err != nil && !kept {
 			return ctx, fmt.Errorf("secret %s: %w", name, err)
 		}
 	}

@@ -9,18 +9,31 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/support"
 	"sigs.k8s.io/e2e-framework/support/kind"
 )
 
-// New picks a cluster name starting with prefix, points kind at a docker network of that name
-// (KIND_EXPERIMENTAL_DOCKER_NETWORK, for this process), and returns the options that create the
-// cluster with the repository's kind wrapper under root.
+// KeepEnv set to 1 keeps the cluster after the run, under a fixed name (<prefix>-kept), so that
+// the next run with it set finds the cluster and reuses it.
+const KeepEnv = "E2E_KEEP_CLUSTER"
+
+// Keep reports whether KeepEnv asks to keep (and reuse) the cluster.
+func Keep() bool { return os.Getenv(KeepEnv) == "1" }
+
+// New picks a cluster name starting with prefix (random, or <prefix>-kept when Keep), points kind
+// at a docker network of that name (KIND_EXPERIMENTAL_DOCKER_NETWORK, for this process), and
+// returns the options that create the cluster with the repository's kind wrapper under root. A
+// cluster of that name that exists already is reused by the create.
 func New(root, prefix string) (string, []support.ClusterOpts, error) {
 	// Short: the node's name (<cluster>-control-plane) becomes a pod's hostname (63 characters).
 	name := envconf.RandomName(prefix, 16)
+	if Keep() {
+		name = prefix + "-kept"
+	}
 	if err := os.Setenv("KIND_EXPERIMENTAL_DOCKER_NETWORK", name); err != nil {
 		return "", nil, err
 	}
@@ -41,4 +54,13 @@ func RemoveNetwork(name string) error {
 		return fmt.Errorf("failed to remove docker network %s: %w: %s", name, err, out)
 	}
 	return nil
+}
+
+// Exists reports whether kind knows a cluster called name (hack/kind.sh get clusters under root).
+func Exists(root, name string) (bool, error) {
+	out, err := exec.Command(filepath.Join(root, "hack", "kind.sh"), "get", "clusters").Output()
+	if err != nil {
+		return false, fmt.Errorf("failed to list kind clusters: %w", err)
+	}
+	return slices.Contains(strings.Fields(string(out)), name), nil
 }
