@@ -49,7 +49,7 @@ lint: $(GOLANGCI_LINT) ## gofmt check, shellcheck on every script, golangci-lint
 # The pinned agent CLI (TATARA_CLAUDE_CODE) is for e2e/agentcli, which runs it under the wrapper.
 .PHONY: test
 test: vet verify-generated check-pins chart-tools envtest-assets conformance ## Unit and integration tests of every module.
-	@export TATARA_CLAUDE_CODE="$$(hack/claude-code.sh)"; \
+	@TATARA_CLAUDE_CODE=$$(hack/claude-code.sh); export TATARA_CLAUDE_CODE; \
 	for m in $(MODULES); do echo "== test $$m"; race=-race; case " $(NO_RACE_MODULES) " in *" $$m "*) race=;; esac; \
 		(cd $$m && go test $$race -count=1 ./...); done
 
