@@ -52,7 +52,7 @@ func (l *Log) Step(name string, fn env.Func, onFail func(context.Context, *envco
 			return ctx, fmt.Errorf("phase %s: %w", name, err)
 		}
 		l.Printf("phase %s: ok in %s", name, took)
-		l.done = append(l.done, fmt.Sprintf("%-40s %5s", name, took))
+		l.done = append(l.done, fmt.Sprintf("%-58s %5s", name, took))
 		return ctx, nil
 	}
 }
