@@ -119,6 +119,9 @@ func (c *Client) Do(ctx context.Context, req catalog.Request) (string, error) {
 	attempts := max(c.Retry.Attempts, 1)
 	var resp *http.Response
 	var err error
+	// lastAnswer is the last retryable answer the backend gave: when the call's deadline then cuts
+	// a retry short, that answer says more than the deadline does.
+	var lastAnswer *StatusError
 	tries := 0
 	for {
 		resp, err = c.send(ctx, req, u, payload, key)
@@ -132,8 +135,9 @@ func (c *Client) Do(ctx context.Context, req catalog.Request) (string, error) {
 			break // no time for another try: this one is the answer
 		}
 		if resp != nil {
-			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorSnippet))
+			data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorSnippet))
 			_ = resp.Body.Close()
+			lastAnswer = &StatusError{Backend: c.Name, Method: req.Method, Path: req.Path, Status: resp.StatusCode, Snippet: snippet(data, maxErrorSnippet)}
 		}
 		if c.Log != nil {
 			attrs := []any{"backend", c.Name, "method", req.Method, "path", req.Path,
@@ -151,6 +155,9 @@ func (c *Client) Do(ctx context.Context, req catalog.Request) (string, error) {
 	}
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			if lastAnswer != nil {
+				return "", lastAnswer
+			}
 			return "", fmt.Errorf("%s backend did not answer %s %s in time (%d tries): %w", c.Name, req.Method, req.Path, tries, context.DeadlineExceeded)
 		}
 		return "", fmt.Errorf("failed to reach %s backend for %s %s (%d tries): %w", c.Name, req.Method, req.Path, tries, err)

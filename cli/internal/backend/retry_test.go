@@ -169,6 +169,37 @@ func TestRetriesStopAtTheDeadline(t *testing.T) {
 	}
 }
 
+// TestDeadlineDuringARetryReportsTheLastAnswer: when the call's deadline cuts a retry short while
+// it waits for the backend, the error is the backend's last answer (its 503 and body), not a bare
+// deadline; which of the two happened used to depend on the machine's load.
+func TestDeadlineDuringARetryReportsTheLastAnswer(t *testing.T) {
+	var n atomic.Int32
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) == 1 {
+			http.Error(w, "starting", http.StatusServiceUnavailable)
+			return
+		}
+		select { // the retry hangs until the client gives up
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	t.Cleanup(func() { close(release); srv.Close() })
+	c := &backend.Client{Name: "operator", BaseURL: srv.URL, HTTP: backend.HTTPClient(),
+		Retry: backend.Retry{Attempts: 5, Base: 10 * time.Millisecond, Max: 10 * time.Millisecond}}
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	_, err := c.Do(ctx, catalog.Request{Method: http.MethodGet, Path: "/x"})
+	var status *backend.StatusError
+	if !errors.As(err, &status) || status.Status != http.StatusServiceUnavailable || status.Snippet != "starting" {
+		t.Fatalf("Do error %v, want the first try's 503 and its body", err)
+	}
+	if got := n.Load(); got != 2 {
+		t.Errorf("%d calls, want 2 (the 503, then the retry the deadline cut short)", got)
+	}
+}
+
 // Every backend client ignores HTTP_PROXY and friends: a Project's extraEnvs reach the cli's
 // environment, and a proxy would receive the Task token.
 func TestBackendClientsIgnoreProxyEnvironment(t *testing.T) {
