@@ -230,7 +230,7 @@ func TestEveryKind(t *testing.T) {
 			for _, kind := range tatarav1.TaskKinds {
 				name := "kind-" + strings.ToLower(string(kind))
 				task := newTask(name, project.Name, kind, modelScript(name, "say tools seen"))
-				if err := r.Create(ctx, task); err != nil {
+				if err := createTimed(ctx, r, task); err != nil {
 					t.Fatal(err)
 				}
 				tasks = append(tasks, task)
