@@ -157,10 +157,13 @@ func TestWorkspaceCannotConfigureTheAgentCLI(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	home := filepath.Join(dir, "home")
+	// No tools: this test is about what the workspace gives the CLI. The wrapper starts the agent
+	// once something answers at the MCP URL; this answers 404, so the CLI runs without the server.
+	noTools := httptest.NewServer(http.NotFoundHandler())
+	defer noTools.Close()
 	cmd := exec.CommandContext(ctx, wrapper, "--agent-command", claude, "--directive", directive,
 		"--workdir", repo, "--state-dir", filepath.Join(dir, "state"), "--metrics-addr", "127.0.0.1:0",
-		// No MCP server: this test is about what the workspace gives the CLI, not the tools.
-		"--mcp-url", "http://127.0.0.1:9/mcp")
+		"--mcp-url", noTools.URL+"/mcp")
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "ANTHROPIC_BASE_URL=" + configured.URL,
 		"ANTHROPIC_API_KEY=" + apiKey}
 	if os.Getuid() == 0 {

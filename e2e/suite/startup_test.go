@@ -167,7 +167,7 @@ func printStartupSummary() {
 
 // initBreakdown says what each init container took, in order, to find the largest part of "init
 // containers done": a run-to-completion one from its start to its exit, a sidecar (the cli, the
-// git gateway) from its start to the start of the container after it (its startup probe passed).
+// git gateway) from its start to the start of the container after it.
 // One-second resolution, as the API gives it.
 func initBreakdown(pod *corev1.Pod) string {
 	statuses := append(slices.Clone(pod.Status.InitContainerStatuses), pod.Status.ContainerStatuses...)

@@ -104,7 +104,7 @@ func runGitGateway(ctx context.Context, o gitGatewayOptions, logOut io.Writer) e
 		return err
 	}
 
-	// Listen for git before the metrics server starts: the pod's startup probe checks /healthz,
+	// Listen for git before the metrics server starts: the pod's readiness probe checks /healthz,
 	// so "healthy" must imply "the gateway accepts connections".
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {

@@ -101,8 +101,8 @@ func runMCP(ctx context.Context, o mcpOptions, log *slog.Logger, stdin io.Reader
 		return err
 	}
 
-	// Listen for MCP before the metrics server starts: the agent pod's startup probe checks the
-	// metrics port (the MCP port is loopback-only), so "metrics up" must imply "MCP listening".
+	// Listen for MCP first, once the server is built: the wrapper starts the agent as soon as this
+	// port accepts a connection, so the first MCP request is answered; "metrics up" implies it too.
 	var mcpListener net.Listener
 	if o.transport == "http" {
 		ln, err := net.Listen("tcp", o.listen)

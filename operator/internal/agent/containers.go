@@ -37,12 +37,9 @@ func cliContainer(task *tatarav1.Task, project *tatarav1.Project, cfg Config, re
 		RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways),
 		Env:           Env(task, project, cfg),
 		Ports:         []corev1.ContainerPort{{Name: "cli-metrics", ContainerPort: CLIMetricsPort, Protocol: corev1.ProtocolTCP}},
-		// The wrapper starts only once the cli's metrics port answers, i.e. the MCP server is up.
-		StartupProbe: &corev1.Probe{
-			ProbeHandler:     corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intOrPort(CLIMetricsPort)}},
-			PeriodSeconds:    1,
-			FailureThreshold: 60,
-		},
+		// No startup probe: the kubelet starts the containers after it at once, and the wrapper
+		// starts the agent only once the cli's MCP port accepts a connection (its --mcp-wait). A
+		// probe held the wrapper's start back by up to its 1 s period, plus the kubelet's relist.
 		SecurityContext: containerSecurityContext(),
 		Resources:       resources,
 		VolumeMounts:    []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}},

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -36,6 +37,18 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// mcpListener returns an MCP URL where a TCP listener, and nothing more, stands in for the cli:
+// the wrapper's wait for its MCP server ends there. The listener is closed when the test ends.
+func mcpListener(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	return "http://" + ln.Addr().String() + "/mcp"
+}
+
 // wrapperRun is one wrapper process and its JSON log lines.
 type wrapperRun struct {
 	cmd  *exec.Cmd
@@ -57,8 +70,9 @@ func startWrapper(t *testing.T, env ...string) *wrapperRun {
 		"TATARA_PROJECT=proj", "TATARA_TASK=task-1", "TATARA_TASK_KIND=implement",
 		"TATARA_AGENT_COMMAND=" + standin,
 		"TATARA_WRAPPER_STATE_DIR=" + state,
-		// Nothing listens here: these runs exercise the wrapper, not the MCP server.
-		"TATARA_MCP_URL=http://127.0.0.1:1/mcp",
+		// A bare listener: these runs exercise the wrapper, not the MCP server, but the wrapper
+		// starts the agent only once something accepts connections at the MCP URL.
+		"TATARA_MCP_URL=" + mcpListener(t),
 		// Inherited by a wrapper started from inside an agent session; must not reach the agent,
 		// which would then write no transcript.
 		"CLAUDE_CODE_CHILD_SESSION=1",
@@ -362,6 +376,65 @@ func TestWrapperScrapeWaitIsBounded(t *testing.T) {
 	}
 }
 
+// freedURL is an MCP URL at a loopback port that was free a moment ago: nothing listens there.
+func freedURL(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + ln.Addr().String() + "/mcp"
+	_ = ln.Close()
+	return url
+}
+
+// TestWrapperStartsTheAgentOnlyOnceItsMCPServerListens: the agent is not started while nothing
+// accepts connections at the MCP URL, and is started as soon as something does; a SIGTERM during
+// that wait ends the wrapper without starting the agent.
+func TestWrapperStartsTheAgentOnlyOnceItsMCPServerListens(t *testing.T) {
+	t.Run("starts once the server listens", func(t *testing.T) {
+		url := freedURL(t)
+		r := startWrapper(t, "TATARA_DIRECTIVE=say hi", "TATARA_MCP_URL="+url)
+		r.waitLog(t, "metrics server listening")
+		time.Sleep(500 * time.Millisecond)
+		if got := r.find("agent started"); len(got) > 0 {
+			t.Fatalf("the agent started while nothing listened at %s: %v", url, got)
+		}
+		ln, err := net.Listen("tcp", strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/mcp"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = ln.Close() }()
+		listening := time.Now()
+		r.waitLog(t, "agent started")
+		if code := r.wait(t); code != 0 {
+			t.Fatalf("exit code = %d, want 0", code)
+		}
+		accepting := r.waitLog(t, "mcp server accepting")
+		at, err := time.Parse(time.RFC3339Nano, fmt.Sprint(accepting["time"]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if at.Before(listening.Add(-time.Millisecond)) {
+			t.Fatalf("the wrapper logged the MCP server accepting at %s, before it listened at %s", at, listening)
+		}
+	})
+	t.Run("SIGTERM during the wait", func(t *testing.T) {
+		r := startWrapper(t, "TATARA_DIRECTIVE=say hi", "TATARA_MCP_URL="+freedURL(t))
+		r.waitLog(t, "metrics server listening")
+		if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if code := r.wait(t); code != 143 {
+			t.Fatalf("exit code = %d, want 143", code)
+		}
+		r.waitLog(t, "agent not started: stopped while waiting for its MCP server")
+		if got := r.find("agent started"); len(got) > 0 {
+			t.Fatalf("the agent started: %v", got)
+		}
+	})
+}
+
 func TestWrapperExitCodes(t *testing.T) {
 	cases := []struct {
 		name    string
@@ -374,6 +447,7 @@ func TestWrapperExitCodes(t *testing.T) {
 		{"SIGTERM is forwarded to the agent", []string{"TATARA_DIRECTIVE=say started\nsleep 5m"}, true, 143, "forwarding signal to agent"},
 		{"agent command missing", []string{"TATARA_DIRECTIVE=say x", "TATARA_AGENT_COMMAND=/nonexistent/claude"}, false, 127, "failed to start agent"},
 		{"no directive", nil, false, 2, "invalid configuration"},
+		{"MCP server never listens", []string{"TATARA_DIRECTIVE=say x", "TATARA_MCP_URL=" + freedURL(t), "TATARA_WRAPPER_MCP_WAIT=300ms"}, false, 4, "agent not started: its MCP server never answered"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -259,7 +259,7 @@ func wrapperCommand(t *testing.T, mode, dir string, env ...string) *exec.Cmd {
 		"PATH=" + os.Getenv("PATH"), "HOME=" + filepath.Join(dir, "home"),
 		"TATARA_DIRECTIVE=run", "TATARA_AGENT_COMMAND=" + filepath.Join(dir, "agent.sh"),
 		"TATARA_WRAPPER_STATE_DIR=" + filepath.Join(dir, "state"),
-		"TATARA_MCP_URL=http://127.0.0.1:1/mcp",
+		"TATARA_MCP_URL=" + mcpListener(t),
 		"PID1_TEST_DIR=" + filepath.Join(dir, "out"),
 	}, env...)
 	return cmd

@@ -38,7 +38,12 @@ const (
 	ExitUsage      = 2   // bad flags or environment
 	ExitSetup      = 3   // could not prepare the run (listen, write config)
 	ExitAgentStart = 127 // the agent command could not be started
+	ExitNoMCP      = 4   // the MCP server never accepted a connection, so the agent was not started
 )
+
+// DefaultMCPWait bounds how long the agent's start waits for the cli sidecar's MCP server: as long
+// as the startup probe it replaces allowed (60 checks, 1 s apart).
+const DefaultMCPWait = 60 * time.Second
 
 // Config is the wrapper's settings; flags override the environment.
 type Config struct {
@@ -54,6 +59,7 @@ type Config struct {
 	HealthStaleAfter        time.Duration
 	Linger                  time.Duration
 	ScrapeWait              time.Duration
+	MCPWait                 time.Duration
 	LogLevel                slog.Level
 }
 
@@ -91,6 +97,13 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 		return c, err
 	}
 	fs.DurationVar(&c.ScrapeWait, "scrape-wait", scrapeWaitDef, "after the agent exits, keep serving /metrics until they are scraped from outside the pod once more, at most this long (env TATARA_WRAPPER_SCRAPE_WAIT)")
+	mcpWaitDef := DefaultMCPWait
+	if getenv("TATARA_WRAPPER_MCP_WAIT") != "" {
+		if mcpWaitDef, err = durationEnv(getenv, "TATARA_WRAPPER_MCP_WAIT"); err != nil {
+			return c, err
+		}
+	}
+	fs.DurationVar(&c.MCPWait, "mcp-wait", mcpWaitDef, "start the agent only once the MCP server accepts a connection, waiting at most this long (env TATARA_WRAPPER_MCP_WAIT)")
 	level := fs.String("log-level", def("TATARA_WRAPPER_LOG_LEVEL", "info"), "debug, info, warn or error (env TATARA_WRAPPER_LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
 		return c, fmt.Errorf("failed to parse flags %q: %w", strings.Join(args, " "), err)
@@ -106,8 +119,8 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 		return c, errors.New("failed to read directive: TATARA_DIRECTIVE (or --directive) is empty")
 	case c.AgentCommand == "":
 		return c, errors.New("failed to read agent command: TATARA_AGENT_COMMAND (or --agent-command) is empty")
-	case c.PollInterval <= 0 || c.HealthStaleAfter <= 0 || c.Linger < 0 || c.ScrapeWait < 0:
-		return c, errors.New("failed to validate durations: --poll-interval and --health-stale-after must be > 0, --linger and --scrape-wait >= 0")
+	case c.PollInterval <= 0 || c.HealthStaleAfter <= 0 || c.MCPWait <= 0 || c.Linger < 0 || c.ScrapeWait < 0:
+		return c, errors.New("failed to validate durations: --poll-interval, --health-stale-after and --mcp-wait must be > 0, --linger and --scrape-wait >= 0")
 	}
 	if c.ConfigDir == "" {
 		c.ConfigDir = filepath.Join(c.StateDir, "claude")
@@ -212,6 +225,9 @@ func run(cfg Config, red *redact.Redactor, log *slog.Logger, environ []string) i
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, forwardedSignals...)
 	defer signal.Stop(sigs)
+	if code, ok := waitForMCP(cfg, log, sigs); !ok {
+		return code
+	}
 	proc := &agent.Process{
 		Command: cfg.AgentCommand,
 		Args:    agent.Args(mcpConfig, sessionID, cfg.Directive),
@@ -229,6 +245,34 @@ func run(cfg Config, red *redact.Redactor, log *slog.Logger, environ []string) i
 	holdForScrape(cfg, log, scrapes)
 	linger(cfg, log, sigs)
 	return code
+}
+
+// waitForMCP holds the agent's start until the cli's MCP server accepts a connection: the agent
+// never runs without its tools. It gives up after cfg.MCPWait, or on SIGTERM or SIGINT, returning
+// the exit code and false.
+func waitForMCP(cfg Config, log *slog.Logger, sigs <-chan os.Signal) (int, bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.MCPWait)
+	defer cancel()
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- agent.WaitForMCP(ctx, cfg.MCPURL) }()
+	for {
+		select {
+		case err := <-done:
+			waited := slog.Duration("waited", time.Since(start).Round(time.Millisecond))
+			if err != nil {
+				log.Error("agent not started: its MCP server never answered", slog.Any("error", err), waited, slog.Duration("max", cfg.MCPWait))
+				return ExitNoMCP, false
+			}
+			log.Info("mcp server accepting", slog.String("mcp_url", cfg.MCPURL), waited)
+			return 0, true
+		case sig := <-sigs:
+			if endsLinger(sig) {
+				log.Info("agent not started: stopped while waiting for its MCP server", slog.String("signal", sig.String()))
+				return 128 + int(sig.(syscall.Signal)), false
+			}
+		}
+	}
 }
 
 // newMetrics registers the wrapper's metrics with every bounded series at 0 from the start, so a

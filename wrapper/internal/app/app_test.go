@@ -33,15 +33,16 @@ func TestParseConfig(t *testing.T) {
 	}{
 		{"defaults", nil, base, func(t *testing.T, c Config) {
 			if c.AgentCommand != "claude" || c.MetricsAddr != ":9090" || c.MCPURL != "http://127.0.0.1:7777/mcp" ||
-				c.ConfigDir != filepath.Join(c.StateDir, "claude") || c.Linger != 0 || c.LogLevel != slog.LevelInfo ||
+				c.ConfigDir != filepath.Join(c.StateDir, "claude") || c.Linger != 0 || c.LogLevel != slog.LevelInfo || c.MCPWait != DefaultMCPWait ||
 				c.Project != "p" || c.Task != "t" || c.Directive != "do it" {
 				t.Fatalf("config = %+v", c)
 			}
 		}, ""},
 		{"environment", nil, with("TATARA_AGENT_COMMAND", "/agent", "TATARA_WRAPPER_METRICS_ADDR", "127.0.0.1:0",
-			"TATARA_WRAPPER_LINGER", "30s", "TATARA_WRAPPER_STATE_DIR", "/state", "TATARA_WRAPPER_LOG_LEVEL", "debug"),
+			"TATARA_WRAPPER_LINGER", "30s", "TATARA_WRAPPER_STATE_DIR", "/state", "TATARA_WRAPPER_LOG_LEVEL", "debug",
+			"TATARA_WRAPPER_MCP_WAIT", "5s"),
 			func(t *testing.T, c Config) {
-				if c.AgentCommand != "/agent" || c.MetricsAddr != "127.0.0.1:0" || c.Linger != 30*time.Second ||
+				if c.AgentCommand != "/agent" || c.MetricsAddr != "127.0.0.1:0" || c.Linger != 30*time.Second || c.MCPWait != 5*time.Second ||
 					c.ConfigDir != "/state/claude" || c.LogLevel != slog.LevelDebug {
 					t.Fatalf("config = %+v", c)
 				}
@@ -60,7 +61,9 @@ func TestParseConfig(t *testing.T) {
 		{"bad log level", []string{"--log-level", "loud"}, base, nil, `failed to parse log level "loud"`},
 		{"unknown flag", []string{"--nope"}, base, nil, "flag provided but not defined: -nope"},
 		{"stray argument", []string{"extra"}, base, nil, `unexpected argument "extra"`},
-		{"zero poll interval", []string{"--poll-interval", "0s"}, base, nil, "--poll-interval and --health-stale-after must be > 0"},
+		{"zero poll interval", []string{"--poll-interval", "0s"}, base, nil, "--poll-interval, --health-stale-after and --mcp-wait must be > 0"},
+		{"zero MCP wait", nil, with("TATARA_WRAPPER_MCP_WAIT", "0s"), nil, "--mcp-wait must be > 0"},
+		{"bad MCP wait", nil, with("TATARA_WRAPPER_MCP_WAIT", "1m later"), nil, `failed to parse TATARA_WRAPPER_MCP_WAIT "1m later"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
