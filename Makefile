@@ -184,6 +184,8 @@ E2E_TIMEOUT ?= 60m
 # slot while it waits for the shared ones).
 E2E_RUN ?=
 E2E_PARALLEL ?= 32
+# E2E_TAGS: build tags besides e2e, comma-separated (benchstart: make bench-start's feature).
+E2E_TAGS ?=
 
 .PHONY: e2e
 e2e: ## The main job: images, a kind cluster, helmfile sync (env kind), the e2e suite, tear down.
@@ -195,8 +197,15 @@ e2e: ## The main job: images, a kind cluster, helmfile sync (env kind), the e2e 
 	echo "== e2e: images"; $(MAKE) -s upgrade-image; \
 	echo "== e2e: suite"; \
 	set +e; cd e2e && KIND_NODE_IMAGE="$$node_image" E2E_IMAGES="$(IMAGE_REFS)" E2E_UPGRADE_IMAGE="$(UPGRADE_IMAGE)" \
-		go test -tags e2e -count=1 -v -timeout $(E2E_TIMEOUT) -parallel $(E2E_PARALLEL) $(if $(E2E_RUN),-run '$(E2E_RUN)') ./suite/ 2>&1 | grep --line-buffered -vE '^=== (RUN|PAUSE|CONT)'; \
+		go test -tags e2e$(if $(E2E_TAGS),$(comma)$(E2E_TAGS)) -count=1 -v -timeout $(E2E_TIMEOUT) -parallel $(E2E_PARALLEL) $(if $(E2E_RUN),-run '$(E2E_RUN)') ./suite/ 2>&1 | grep --line-buffered -vE '^=== (RUN|PAUSE|CONT)'; \
 	rc=$${PIPESTATUS[0]}; echo "== e2e: total $$(( $$(date +%s) - start ))s (exit $$rc)"; exit $$rc
+
+comma := ,
+
+# TATARA_BENCH_START_TASKS=5 make bench-start; with E2E_KEEP_CLUSTER=1 it reuses a kept cluster.
+.PHONY: bench-start
+bench-start: ## Agent start on kind: p50/p95 from Task to first MCP request over 20 Tasks, as a ratio to a plain pod's start.
+	@$(MAKE) -s e2e E2E_TAGS=benchstart E2E_RUN='^TestBenchAgentStart$$'
 
 ##@ Tools (pinned in hack/versions.env, cached under $(TATARA_CACHE))
 
