@@ -48,7 +48,7 @@ func OperatorTools() []Tool {
 				enumQuery("phase", "Only this phase.", TaskPhases()...)}},
 		{Name: "task_note", Group: GroupOperator, Target: TargetOperator, Hints: Create,
 			Method: http.MethodPost, Path: taskRoute("/notes"),
-			Description: "Add a progress note to your task's activity log (seen by humans).",
+			Description: "Add a progress note to your task's notes (seen by humans; the last 50 are kept).",
 			Args:        []Arg{taskArg, body("text", "The note.")}},
 		{Name: "subtask_create", Group: GroupOperator, Target: TargetOperator, Hints: Create,
 			Method: http.MethodPost, Path: taskRoute("/subtasks"),

@@ -193,6 +193,8 @@ type Proposal struct {
 const (
 	// MaxActivity is the number of activity entries kept (oldest dropped first).
 	MaxActivity = 50
+	// MaxNotes is the number of notes kept (oldest dropped first, and counted).
+	MaxNotes = 50
 	// MaxActivityText is the longest activity text kept, in bytes.
 	MaxActivityText = 2048
 	// MaxProposals is the number of proposals one Task may record.
@@ -278,6 +280,18 @@ type TaskStatus struct {
 	// +optional
 	Activity []ActivityEntry `json:"activity,omitempty"`
 
+	// Notes are the agent's task_note entries, newest last: a history of their own (at most
+	// MaxNotes), so that a chatty agent never pushes pod, intent or comment entries out of Activity.
+	// +kubebuilder:validation:MaxItems=50
+	// +optional
+	Notes []ActivityEntry `json:"notes,omitempty"`
+
+	// NotesDropped is how many notes were dropped from Notes, oldest first, to keep it at MaxNotes:
+	// every recorded note is either in Notes or counted here.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	NotesDropped int64 `json:"notesDropped,omitempty"`
+
 	// Proposals the agent made (propose_issue).
 	// +kubebuilder:validation:MaxItems=20
 	// +optional
@@ -328,6 +342,26 @@ func (s *TaskStatus) AddRequestActivity(now metav1.Time, typ ActivityType, text,
 	s.Activity = append(s.Activity, e)
 	if over := len(s.Activity) - MaxActivity; over > 0 {
 		s.Activity = append([]ActivityEntry(nil), s.Activity[over:]...)
+	}
+	return true
+}
+
+// AddNote appends a task_note entry of the call with Idempotency-Key requestID ("" for none),
+// cutting its text, dropping the oldest notes beyond MaxNotes and counting them in NotesDropped. It
+// returns false, and adds nothing, when a note of that request is already kept.
+func (s *TaskStatus) AddNote(now metav1.Time, text, requestID string) bool {
+	if requestID != "" && slices.ContainsFunc(s.Notes, func(e ActivityEntry) bool { return e.RequestID == requestID }) {
+		return false
+	}
+	e := ActivityEntry{Time: now, Type: ActivityNote, Text: text, RequestID: requestID}
+	if len(e.Text) > MaxActivityText {
+		e.Text = truncateUTF8(e.Text, MaxActivityText)
+		e.Truncated = true
+	}
+	s.Notes = append(s.Notes, e)
+	if over := len(s.Notes) - MaxNotes; over > 0 {
+		s.Notes = append([]ActivityEntry(nil), s.Notes[over:]...)
+		s.NotesDropped += int64(over)
 	}
 	return true
 }

@@ -437,6 +437,13 @@ func (in *TaskStatus) DeepCopyInto(out *TaskStatus) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.Notes != nil {
+		in, out := &in.Notes, &out.Notes
+		*out = make([]ActivityEntry, len(*in))
+		for i := range *in {
+			(*in)[i].DeepCopyInto(&(*out)[i])
+		}
+	}
 	if in.Proposals != nil {
 		in, out := &in.Proposals, &out.Proposals
 		*out = make([]Proposal, len(*in))

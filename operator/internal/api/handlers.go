@@ -29,6 +29,8 @@ type taskView struct {
 	ChangeSummary string                   `json:"changeSummary,omitempty"`
 	Cancelled     bool                     `json:"cancelled,omitempty"`
 	Activity      []tatarav1.ActivityEntry `json:"activity,omitempty"`
+	Notes         []tatarav1.ActivityEntry `json:"notes,omitempty"`
+	NotesDropped  int64                    `json:"notesDropped,omitempty"`
 	Conditions    []metav1.Condition       `json:"conditions,omitempty"`
 	CreatedAt     metav1.Time              `json:"createdAt"`
 }
@@ -38,7 +40,7 @@ func viewOf(t *tatarav1.Task) taskView {
 		Name: t.Name, Kind: t.Spec.Kind, Project: t.Spec.ProjectRef.Name, Repo: t.Spec.Repo,
 		Directive: t.Spec.Directive, Parent: t.Spec.Parent, Phase: t.Status.Phase, PodName: t.Status.PodName,
 		Outcome: t.Status.Outcome, ChangeSummary: t.Status.ChangeSummary, Cancelled: t.Spec.Cancel != nil,
-		Activity: t.Status.Activity, Conditions: t.Status.Conditions, CreatedAt: t.CreationTimestamp,
+		Activity: t.Status.Activity, Notes: t.Status.Notes, NotesDropped: t.Status.NotesDropped, Conditions: t.Status.Conditions, CreatedAt: t.CreationTimestamp,
 	}
 }
 
@@ -64,7 +66,7 @@ func (s *Server) taskList(ctx context.Context, c *call) (int, any, *apiError) {
 		t := &tasks[i]
 		if (kind == "" || t.Spec.Kind == kind) && (phase == "" || t.Status.Phase == phase) {
 			v := viewOf(t)
-			v.Activity = nil // lists stay small; task_get has the log
+			v.Activity, v.Notes = nil, nil // lists stay small; task_get has the logs
 			out = append(out, v)
 		}
 	}

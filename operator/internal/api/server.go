@@ -129,6 +129,8 @@ type Server struct {
 	// sharedLocks is nil without Options.LockNamespace.
 	projectLocks keyedLock
 	sharedLocks  *leaseLock
+	// notes records task_note calls, a group commit per Task.
+	notes *noteCommitter
 }
 
 // Serving is a readiness check: nil while the REST API accepts requests. An agent pod's calls go
@@ -206,7 +208,7 @@ func New(opts Options) *Server {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
 	opts.Limits = opts.Limits.withDefaults()
-	s := &Server{opts: opts, mux: http.NewServeMux(), grace: newGraceSlots()}
+	s := &Server{opts: opts, mux: http.NewServeMux(), grace: newGraceSlots(), notes: newNoteCommitter(opts.Client, opts.APIReader)}
 	if opts.RateLimit.Enabled() {
 		s.limiters = newTaskLimiters(opts.RateLimit, time.Now)
 	}

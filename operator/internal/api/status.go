@@ -87,8 +87,12 @@ func (s *Server) taskNote(ctx context.Context, c *call) (int, any, *apiError) {
 	if err := decodeBody(c.w, c.r, s.opts.MaxBodyBytes, &req); err != nil {
 		return 0, nil, err
 	}
-	if err := s.addActivity(ctx, c.task, tatarav1.ActivityNote, ToolTaskNote, req.Text, c.requestID); err != nil {
-		return 0, nil, err
+	r := s.notes.record(ctx, c.task, req.Text, c.requestID)
+	if r.err != nil {
+		return 0, nil, r.err
+	}
+	if r.recorded {
+		s.event(r.task, string(tatarav1.ActivityNote), ToolTaskNote, req.Text)
 	}
 	return http.StatusCreated, recorded{Result: resultRecorded}, nil
 }

@@ -35,11 +35,11 @@ func TestStatusWritesOutlastConflicts(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var left atomic.Int32
 			left.Store(tc.conflicts)
-			conflicting := interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			conflicting := interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
 				if left.Add(-1) >= 0 {
 					return apierrors.NewConflict(schema.GroupResource{Group: "tatara.dev", Resource: "tasks"}, obj.GetName(), nil)
 				}
-				return c.SubResource(sub).Update(ctx, obj, opts...)
+				return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
 			}}
 			// One fake for the cache and the API server: the calls' writes are what this is about.
 			builder := fake.NewClientBuilder().WithScheme(f.scheme).WithObjects(f.running.DeepCopy(), f.project.DeepCopy(), f.secret.DeepCopy()).
@@ -61,8 +61,8 @@ func TestStatusWritesOutlastConflicts(t *testing.T) {
 			if err := apiServer.Get(context.Background(), client.ObjectKeyFromObject(f.running), &after); err != nil {
 				t.Fatal(err)
 			}
-			if got := len(after.Status.Activity); got != tc.wantNotes {
-				t.Errorf("%d activity entries after the call, want %d", got, tc.wantNotes)
+			if got := len(after.Status.Notes); got != tc.wantNotes {
+				t.Errorf("%d notes after the call, want %d", got, tc.wantNotes)
 			}
 		})
 	}

@@ -279,7 +279,7 @@ func (s *Server) subtaskList(ctx context.Context, c *call) (int, any, *apiError)
 	out := []taskView{}
 	for i := range list.Items {
 		v := subtaskView(c.task, &list.Items[i])
-		v.Activity = nil
+		v.Activity, v.Notes = nil, nil
 		out = append(out, v)
 	}
 	return http.StatusOK, map[string]any{"subtasks": out}, nil
@@ -315,7 +315,7 @@ func (s *Server) subtaskGet(ctx context.Context, c *call) (int, any, *apiError) 
 func subtaskView(parent, sub *tatarav1.Task) taskView {
 	v := viewOf(sub)
 	if reviewsParent(parent, sub.Spec.Kind) && !sub.Status.Phase.Terminal() {
-		v.Activity, v.Outcome = nil, nil
+		v.Activity, v.Notes, v.Outcome = nil, nil, nil
 	}
 	return v
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -213,10 +214,13 @@ func TestRESTStatusCodes(t *testing.T) {
 	for _, a := range got.Status.Activity {
 		types = append(types, string(a.Type))
 	}
-	for _, want := range []string{"Note", "Comment", "Intent"} {
+	for _, want := range []string{"Comment", "Intent"} {
 		if !strings.Contains(strings.Join(types, ","), want) {
 			t.Fatalf("activity %v lacks %s", types, want)
 		}
+	}
+	if slices.Contains(types, string(tatarav1.ActivityNote)) || len(got.Status.Notes) == 0 {
+		t.Fatalf("activity %v and notes %+v: want the note in notes, apart from the activity log", types, got.Status.Notes)
 	}
 	if b := getTask(t, ns, brain.Name); len(b.Status.Proposals) != 1 || b.Status.Outcome.Intent != "skip_research" {
 		t.Fatalf("brain status %+v", b.Status)
@@ -327,14 +331,14 @@ func TestImplementerDoesNotControlItsReview(t *testing.T) {
 		if err := op.GetClient().Get(context.Background(), types.NamespacedName{Namespace: ns, Name: review}, &rev); err != nil {
 			return err
 		}
-		if rev.Status.Outcome == nil || len(rev.Status.Activity) == 0 {
-			return fmt.Errorf("outcome %v, %d activity entries", rev.Status.Outcome, len(rev.Status.Activity))
+		if rev.Status.Outcome == nil || len(rev.Status.Activity) == 0 || len(rev.Status.Notes) == 0 {
+			return fmt.Errorf("outcome %v, %d activity entries, %d notes", rev.Status.Outcome, len(rev.Status.Activity), len(rev.Status.Notes))
 		}
 		return nil
 	})
 	r = call(t, op.url, "GET", "/api/v1/tasks/impl/subtasks/"+review, tok, "")
-	if r.code != 200 || r.body["outcome"] != nil || r.body["activity"] != nil {
-		t.Fatalf("subtask_get of a running review = %d %s, want no outcome and no activity", r.code, r.raw)
+	if r.code != 200 || r.body["outcome"] != nil || r.body["activity"] != nil || r.body["notes"] != nil {
+		t.Fatalf("subtask_get of a running review = %d %s, want no outcome, no activity and no notes", r.code, r.raw)
 	}
 	r = call(t, op.url, "GET", "/api/v1/tasks/impl/subtasks", tok, "")
 	if strings.Contains(r.raw, "request_changes") || strings.Contains(r.raw, "approve") {

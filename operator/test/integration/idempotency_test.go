@@ -67,7 +67,7 @@ func TestRESTIdempotencyKeys(t *testing.T) {
 			t.Fatal(err)
 		}
 		n := 0
-		for _, e := range cur.Status.Activity {
+		for _, e := range append(cur.Status.Activity, cur.Status.Notes...) {
 			if e.Type == typ && e.Text == text {
 				n++
 			}

@@ -15,8 +15,8 @@ import (
 
 // TestNotesAggregateIntoOneEvent: a Task's notes are mirrored as Events that the events library
 // folds into one series per Task, reason and action (its key leaves the note out), so an agent
-// writing notes in a loop costs the API server one Event, not one per note; the Task's activity
-// keeps the last MaxActivity entries.
+// writing notes in a loop costs the API server one Event, not one per note; the Task keeps the
+// last MaxNotes notes and counts the others, apart from its activity log.
 func TestNotesAggregateIntoOneEvent(t *testing.T) {
 	op := startOperator(t)
 	ns := newNamespace(t)
@@ -58,7 +58,14 @@ func TestNotesAggregateIntoOneEvent(t *testing.T) {
 	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(task), &cur); err != nil {
 		t.Fatal(err)
 	}
-	if len(cur.Status.Activity) != tatarav1.MaxActivity || cur.Status.Activity[len(cur.Status.Activity)-1].Text != fmt.Sprintf("note %d", notes-1) {
-		t.Errorf("activity holds %d entries ending %+v, want the last %d notes", len(cur.Status.Activity), cur.Status.Activity[len(cur.Status.Activity)-1], tatarav1.MaxActivity)
+	if len(cur.Status.Notes) != tatarav1.MaxNotes || cur.Status.Notes[len(cur.Status.Notes)-1].Text != fmt.Sprintf("note %d", notes-1) ||
+		cur.Status.NotesDropped != notes-tatarav1.MaxNotes {
+		t.Errorf("notes hold %d entries ending %+v, %d dropped; want the last %d notes and %d dropped",
+			len(cur.Status.Notes), cur.Status.Notes[len(cur.Status.Notes)-1], cur.Status.NotesDropped, tatarav1.MaxNotes, notes-tatarav1.MaxNotes)
+	}
+	for _, e := range cur.Status.Activity {
+		if e.Type == tatarav1.ActivityNote {
+			t.Errorf("activity holds a note %+v: notes have their own history", e)
+		}
 	}
 }
