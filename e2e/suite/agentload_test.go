@@ -150,10 +150,12 @@ func resultText(res *mcp.CallToolResult) string {
 // time without a call completing (the gap an agent waiting on the operator would notice).
 type loadSummary struct {
 	calls, failed int
-	failures      []string
-	slowest       time.Duration
-	longestGap    time.Duration
-	rate          float64
+	// notes is how many task_note calls were answered as recorded.
+	notes      int
+	failures   []string
+	slowest    time.Duration
+	longestGap time.Duration
+	rate       float64
 }
 
 func (l *agentLoad) summary() loadSummary {
@@ -174,6 +176,9 @@ func (l *agentLoad) summary() loadSummary {
 			if len(s.failures) < 10 {
 				s.failures = append(s.failures, fmt.Sprintf("%s at %s: %s", c.tool, c.start.Format("15:04:05.000"), c.err))
 			}
+		}
+		if c.tool == "task_note" && c.err == "" {
+			s.notes++
 		}
 		s.slowest = max(s.slowest, c.end.Sub(c.start))
 		s.longestGap = max(s.longestGap, c.end.Sub(prevEnd))

@@ -185,6 +185,23 @@ func checkLoad(t *testing.T, what string, s loadSummary, minCalls int) {
 	}
 }
 
+// checkNotesKept fails the test unless every note the agent was told was recorded is in the Task:
+// kept in status.notes or counted in status.notesDropped, none lost to a replica that went away
+// and none recorded twice by the cli's retries. The agent's script writes no note before it is
+// released.
+func checkNotesKept(ctx context.Context, t *testing.T, r *resources.Resources, task *tatarav1.Task, s loadSummary) {
+	t.Helper()
+	var cur tatarav1.Task
+	if err := r.Get(ctx, task.Name, task.Namespace, &cur); err != nil {
+		t.Fatal(err)
+	}
+	kept, dropped := len(cur.Status.Notes), cur.Status.NotesDropped
+	logf("notes: %d recorded as the agent was told, %d kept + %d dropped in the Task", s.notes, kept, dropped)
+	if int64(kept)+dropped != int64(s.notes) {
+		t.Errorf("the agent was told %d notes were recorded; the Task keeps %d and counts %d dropped", s.notes, kept, dropped)
+	}
+}
+
 // TestOperatorRollouts: ten rollouts of the operator while an agent calls it about ten times a
 // second through its cli; not one call fails, and the Task of the real agent that spans them
 // Succeeds with no tool error.
@@ -211,6 +228,7 @@ func TestOperatorRollouts(t *testing.T) {
 			s := stop()
 			logf("10 operator rollouts in %.0fs (%s)", time.Since(start).Seconds(), strings.Join(took, ", "))
 			checkLoad(t, "agent load during 10 operator rollouts", s, int(time.Since(start)/loadInterval)/2)
+			checkNotesKept(ctx, t, r, task, s)
 			return ctx
 		}).
 		Assess("the real agent's Task spans the rollouts and Succeeds", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -285,7 +303,9 @@ func TestLeaderFailover(t *testing.T) {
 			}
 			waitOperatorSettled(ctx, t, r, cs)
 			time.Sleep(2 * time.Second)
-			checkLoad(t, "agent load during a leader failover", stop(), 20)
+			s := stop()
+			checkLoad(t, "agent load during a leader failover", s, 20)
+			checkNotesKept(ctx, t, r, task, s)
 			return ctx
 		}).
 		Assess("the Task Succeeds under the new leader", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
