@@ -115,7 +115,7 @@ OPERATOR_VERSION := $(call chart_app_version,tatara-operator)
 STANDIN_VERSION := $(WRAPPER_VERSION)
 
 # Binaries: <name>_MODULE, _PKG (inside the module), _VERSION.
-BINARIES := tatara wrapper operator agent-standin model-standin git-server
+BINARIES := tatara wrapper cp operator agent-standin model-standin git-server
 tatara_MODULE := cli
 tatara_PKG := ./cmd/tatara
 tatara_VERSION := $(CLI_VERSION)
@@ -124,6 +124,10 @@ REVISION ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 wrapper_MODULE := wrapper
 wrapper_PKG := ./cmd/wrapper
 wrapper_VERSION := $(WRAPPER_VERSION)
+# The static cp of the FROM-scratch wrapper image (the wrapper-install init container runs it).
+cp_MODULE := wrapper
+cp_PKG := ./cmd/cp
+cp_VERSION := $(WRAPPER_VERSION)
 operator_MODULE := operator
 operator_PKG := ./cmd
 operator_VERSION := $(OPERATOR_VERSION)
@@ -275,6 +279,10 @@ IMAGE_REGISTRY ?= tatara.local
 IMAGE_NAMES := tatara-cli tatara-wrapper tatara-operator tatara-model-standin
 tatara-cli_VERSION := $(CLI_VERSION)
 tatara-wrapper_VERSION := $(WRAPPER_VERSION)
+# The static cp of the FROM-scratch wrapper image (the wrapper-install init container runs it).
+cp_MODULE := wrapper
+cp_PKG := ./cmd/cp
+cp_VERSION := $(WRAPPER_VERSION)
 tatara-operator_VERSION := $(OPERATOR_VERSION)
 tatara-model-standin_VERSION := $(STANDIN_VERSION)
 AGENT_IMAGE := $(IMAGE_REGISTRY)/tatara-agent-claude:$(CLAUDE_CODE_VERSION)
@@ -290,7 +298,7 @@ MONITORING_IMAGES := $(IMAGE_REGISTRY)/prometheus-operator:$(PROMETHEUS_OPERATOR
 IMAGE_REFS := $(foreach i,$(IMAGE_NAMES),$(IMAGE_REGISTRY)/$(i):$($(i)_VERSION)) $(AGENT_IMAGE) $(GIT_SERVER_IMAGE) $(MONITORING_IMAGES)
 IMAGE_CONTEXT := $(BIN_DIR)/image-context
 # The binaries the images hold (the agent stand-in is only for the wrapper's tests).
-IMAGE_BINARIES := tatara wrapper operator model-standin git-server
+IMAGE_BINARIES := tatara wrapper cp operator model-standin git-server
 # Images are linux binaries of the host's architecture (kind runs on this host).
 IMAGE_GOARCH ?= $(shell go env GOARCH)
 
@@ -300,7 +308,6 @@ images: ## Build the images (FROM scratch, the Claude Code agent image, the e2e 
 	@$(foreach b,$(IMAGE_BINARIES),[ -f $($(b)_MODULE)/go.mod ] || { echo "make images: module $($(b)_MODULE)/ (binary $(b)) is missing from this checkout"; exit 1; };)
 	@mkdir -p $(IMAGE_CONTEXT)
 	@$(foreach b,$(IMAGE_BINARIES),echo "== build $(b) $($(b)_VERSION) (linux/$(IMAGE_GOARCH))"; $(call go_build,$(b),$(IMAGE_CONTEXT)/$(b),GOOS=linux GOARCH=$(IMAGE_GOARCH)) &&) true
-	cd hack/cp && GOWORK=off CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_GOARCH) go build -trimpath -ldflags "-s -w" -o $(IMAGE_CONTEXT)/cp .
 	@$(foreach i,$(IMAGE_NAMES),echo "== image $(IMAGE_REGISTRY)/$(i):$($(i)_VERSION)"; \
 		docker build -q --target $(i) --build-arg VERSION=$($(i)_VERSION) -t $(IMAGE_REGISTRY)/$(i):$($(i)_VERSION) \
 		-f hack/image/Dockerfile $(IMAGE_CONTEXT) 2>&1 >/dev/null | sed '/legacy builder is deprecated/,/buildx\//d' &&) true

@@ -1,3 +1,0 @@
-module tatara.local/cp
-
-go 1.26.8
