@@ -177,12 +177,7 @@ func TestAgentAsAttacker(t *testing.T) {
 			assertAgentEgressConfined(ctx, t, cfg)
 			return ctx
 		}).
-		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			r, _ := clients(t, cfg)
-			deleteTasks(ctx, t, r, task)
-			deleteProjects(ctx, t, r, project)
-			return ctx
-		}).Feature()
+		Teardown(deleting(&task, &project)).Feature()
 	testenv.Test(t, f)
 }
 
@@ -259,10 +254,6 @@ func TestReviewOfAHostileBranch(t *testing.T) {
 			}
 			return ctx
 		}).
-		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			r, _ := clients(t, cfg)
-			deleteTasks(ctx, t, r, task)
-			return ctx
-		}).Feature()
+		Teardown(deleting(&task)).Feature()
 	testenv.Test(t, f)
 }

@@ -78,11 +78,7 @@ func TestBenchAgentStart(t *testing.T) {
 			logf("  ratio agent/plain: p50 %.1f, p95 %.1f", ratio(agents, plain, 50), ratio(agents, plain, 95))
 			return ctx
 		}).
-		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			r, _ := clients(t, cfg)
-			deleteProjects(ctx, t, r, project)
-			return ctx
-		}).Feature()
+		Teardown(deleting(&project)).Feature()
 	testenv.Test(t, f)
 }
 

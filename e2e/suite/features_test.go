@@ -255,12 +255,7 @@ func TestEveryKind(t *testing.T) {
 			}
 			return ctx
 		}).
-		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			r, _ := clients(t, cfg)
-			deleteTasks(ctx, t, r, tasks...)
-			deleteProjects(ctx, t, r, project)
-			return ctx
-		}).Feature()
+		Teardown(deleting(&tasks, &project)).Feature()
 	testenv.Test(t, f)
 }
 
@@ -309,12 +304,7 @@ func TestOverrideAndFailOpen(t *testing.T) {
 			}
 			return ctx
 		}).
-		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			r, _ := clients(t, cfg)
-			deleteTasks(ctx, t, r, override, unknown)
-			deleteProjects(ctx, t, r, projects...)
-			return ctx
-		}).Feature()
+		Teardown(deleting(&override, &unknown, &projects)).Feature()
 	testenv.Test(t, f)
 }
 
@@ -406,12 +396,7 @@ func TestReportInternalIssue(t *testing.T) {
 			checkDashboardQueries(ctx, t, cs)
 			return ctx
 		}).
-		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			r, _ := clients(t, cfg)
-			deleteTasks(ctx, t, r, task)
-			deleteProjects(ctx, t, r, project)
-			return ctx
-		}).Feature()
+		Teardown(deleting(&task, &project)).Feature()
 	testenv.Test(t, f)
 }
 
@@ -457,11 +442,7 @@ func TestTerminalIntent(t *testing.T) {
 			checkModelSawProfile(ctx, t, cs, task.Name, "implement", false)
 			return ctx
 		}).
-		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			r, _ := clients(t, cfg)
-			deleteTasks(ctx, t, r, task)
-			return ctx
-		}).Feature()
+		Teardown(deleting(&task)).Feature()
 	testenv.Test(t, f)
 }
 

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/e2e-framework/klient/wait"
 	"sigs.k8s.io/e2e-framework/klient/wait/conditions"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	"tatara.dev/cli/pkg/agentpod"
 	"tatara.dev/cli/pkg/profiles"
@@ -178,6 +179,33 @@ func deleteTasks(ctx context.Context, t *testing.T, r *resources.Resources, task
 		if err := r.Delete(ctx, task); err != nil {
 			t.Logf("failed to delete task %s: %v", task.Name, err)
 		}
+	}
+}
+
+// deleting is a feature's teardown: it deletes the Tasks and Projects its arguments point to, as
+// Setup left them (each a **Task, *[]*Task, **Project or *[]*Project; nil ones are skipped).
+func deleting(refs ...any) features.Func {
+	return func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		r, _ := clients(t, cfg)
+		var tasks []*tatarav1.Task
+		var projects []*tatarav1.Project
+		for _, ref := range refs {
+			switch ref := ref.(type) {
+			case **tatarav1.Task:
+				tasks = append(tasks, *ref)
+			case *[]*tatarav1.Task:
+				tasks = append(tasks, *ref...)
+			case **tatarav1.Project:
+				projects = append(projects, *ref)
+			case *[]*tatarav1.Project:
+				projects = append(projects, *ref...)
+			default:
+				t.Fatalf("deleting: %T is not a pointer to Tasks or Projects", ref)
+			}
+		}
+		deleteTasks(ctx, t, r, slices.DeleteFunc(tasks, func(x *tatarav1.Task) bool { return x == nil })...)
+		deleteProjects(ctx, t, r, slices.DeleteFunc(projects, func(x *tatarav1.Project) bool { return x == nil })...)
+		return ctx
 	}
 }
 

@@ -235,11 +235,7 @@ func TestOperatorRollouts(t *testing.T) {
 			releaseAgent(ctx, t, cfg, task, pod)
 			return ctx
 		}).
-		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			r, _ := clients(t, cfg)
-			deleteTasks(ctx, t, r, task)
-			return ctx
-		}).Feature()
+		Teardown(deleting(&task)).Feature()
 	testenv.Test(t, f)
 }
 
@@ -312,11 +308,7 @@ func TestLeaderFailover(t *testing.T) {
 			releaseAgent(ctx, t, cfg, task, pod)
 			return ctx
 		}).
-		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			r, _ := clients(t, cfg)
-			deleteTasks(ctx, t, r, task)
-			return ctx
-		}).Feature()
+		Teardown(deleting(&task)).Feature()
 	testenv.Test(t, f)
 }
 

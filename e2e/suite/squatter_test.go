@@ -119,11 +119,7 @@ func TestCLIPortSquatter(t *testing.T) {
 			logf("  cli port squatter: %s", strings.Join(strings.Fields(strings.ReplaceAll(probe, "\n", "; ")), " "))
 			return ctx
 		}).
-		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			r, _ := clients(t, cfg)
-			deleteTasks(ctx, t, r, task)
-			return ctx
-		}).Feature()
+		Teardown(deleting(&task)).Feature()
 	testenv.Test(t, f)
 }
 

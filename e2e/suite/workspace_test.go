@@ -187,12 +187,7 @@ func TestCodingRun(t *testing.T) {
 			logf("coding run phases: %s", podPhases(ctx, t, cs, &pod))
 			return ctx
 		}).
-		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			r, _ := clients(t, cfg)
-			deleteTasks(ctx, t, r, task)
-			deleteProjects(ctx, t, r, project)
-			return ctx
-		}).Feature()
+		Teardown(deleting(&task, &project)).Feature()
 	testenv.Test(t, f)
 }
 
@@ -243,12 +238,7 @@ func TestWorkspaceAuthFailed(t *testing.T) {
 			checkNoCredentialInLogs(ctx, t, cs, &pod)
 			return ctx
 		}).
-		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			r, _ := clients(t, cfg)
-			deleteTasks(ctx, t, r, task)
-			deleteProjects(ctx, t, r, project)
-			return ctx
-		}).Feature()
+		Teardown(deleting(&task, &project)).Feature()
 	testenv.Test(t, f)
 }
 
