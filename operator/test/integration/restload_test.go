@@ -44,6 +44,10 @@ type restLoadConfig struct {
 	agents   int
 	duration time.Duration // of the REST load
 	baseline time.Duration // of the client.Get baseline
+	// noteRate, when > 0 (TATARA_RESTLOAD_NOTE_RATE), replaces the closed loop by an open one:
+	// task_note calls arrive at this many per second in all, round robin over the agents, each
+	// sent on time whatever the earlier ones are waiting for.
+	noteRate float64
 }
 
 func restLoadSettings(t *testing.T) restLoadConfig {
@@ -54,6 +58,13 @@ func restLoadSettings(t *testing.T) restLoadConfig {
 			t.Fatalf("TATARA_RESTLOAD_AGENTS: %q is not a positive number", v)
 		}
 		c.agents = n
+	}
+	if v := os.Getenv("TATARA_RESTLOAD_NOTE_RATE"); v != "" {
+		r, err := strconv.ParseFloat(v, 64)
+		if err != nil || r <= 0 {
+			t.Fatalf("TATARA_RESTLOAD_NOTE_RATE: %q is not a positive number of notes per second", v)
+		}
+		c.noteRate = r
 	}
 	for name, d := range map[string]*time.Duration{"TATARA_RESTLOAD_DURATION": &c.duration, "TATARA_RESTLOAD_BASELINE": &c.baseline} {
 		if v := os.Getenv(name); v != "" {
@@ -153,7 +164,12 @@ func TestRESTLoad(t *testing.T) {
 	base := runBaseline(t, op.GetClient(), agents, conf.baseline)
 	afterBase := counter.snapshot()
 	cpuBefore := processCPU(t)
-	load := runRESTLoad(t, op.url, agents, conf.duration)
+	var load *loadResult
+	if conf.noteRate > 0 {
+		load = runOpenNotes(t, op.url, agents, conf.duration, conf.noteRate)
+	} else {
+		load = runRESTLoad(t, op.url, agents, conf.duration)
+	}
 	cpu := processCPU(t) - cpuBefore
 	afterLoad := counter.snapshot()
 	printRESTLoad(os.Stdout, conf, limit, base, load)
@@ -168,6 +184,67 @@ func TestRESTLoad(t *testing.T) {
 	if len(load.all()) == 0 {
 		t.Error("the REST load answered no request with 2xx")
 	}
+	checkNotesAccounted(t, agents, load)
+}
+
+// checkNotesAccounted fails the run unless every note answered 201 is in its Task, kept in
+// status.notes or counted in status.notesDropped, and nothing more: sent = kept + dropped.
+func checkNotesAccounted(t *testing.T, agents []restAgent, load *loadResult) {
+	t.Helper()
+	var kept, dropped int64
+	for _, a := range agents {
+		var task tatarav1.Task
+		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: a.ns, Name: a.task}, &task); err != nil {
+			t.Fatal(err)
+		}
+		kept += int64(len(task.Status.Notes))
+		dropped += task.Status.NotesDropped
+	}
+	answered := int64(load.ok["task_note"])
+	fmt.Printf("notes: %d answered 201; the Tasks keep %d and count %d dropped\n", answered, kept, dropped)
+	if len(load.unexpected) == 0 && kept+dropped != answered {
+		t.Errorf("%d notes were answered 201, but the Tasks keep %d and count %d dropped", answered, kept, dropped)
+	}
+}
+
+// runOpenNotes sends task_note calls at rate per second in all for d, round robin over the agents,
+// each in its own goroutine at its arrival time (an open loop: a slow answer delays no later call).
+func runOpenNotes(t *testing.T, base string, agents []restAgent, d time.Duration, rate float64) *loadResult {
+	t.Helper()
+	clients := make([]*http.Client, len(agents))
+	for i := range clients {
+		clients[i] = &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 4, DisableCompression: true}}
+	}
+	out := newLoadResult()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	every := time.Duration(float64(time.Second) / rate)
+	begin := time.Now()
+	for n := 0; ; n++ {
+		at := begin.Add(time.Duration(n) * every)
+		if at.After(begin.Add(d)) {
+			break
+		}
+		time.Sleep(time.Until(at))
+		a, hc := agents[n%len(agents)], clients[n%len(agents)]
+		wg.Go(func() {
+			s, _, err := restCall(hc, http.MethodPost, base+"/api/v1/tasks/"+a.task+"/notes", a.tok, fmt.Sprintf(`{"text":"note %d of %s"}`, n, a.task))
+			s.tool = "task_note"
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				out.unexpected = append(out.unexpected, fmt.Sprintf("task_note %s/%s: %v", a.ns, a.task, err))
+				return
+			}
+			out.add(s)
+		})
+	}
+	wg.Wait()
+	out.elapsed = time.Since(begin)
+	for _, hc := range clients {
+		hc.CloseIdleConnections()
+	}
+	return out
 }
 
 // createRESTAgents creates n Tasks over restLoadProjects Projects in fresh namespaces and waits
@@ -511,8 +588,13 @@ func printRESTLoad(out io.Writer, conf restLoadConfig, limit api.RateLimit, base
 		rows = append(rows, row{"  " + tool, load.ok[tool], perSec(load.ok[tool], load.elapsed), pct(l, 0.50), pct(l, 0.99), load.limited[tool]})
 	}
 
-	p("\nREST under agent load: %d agents, each with its own Task and token, alternate task_get and\n", conf.agents)
-	p("task_note over HTTP for %s (keep-alive, one connection per agent); baseline: the same %d\n", load.elapsed.Round(time.Millisecond), conf.agents)
+	if conf.noteRate > 0 {
+		p("\nREST under an open loop of task_note: %.0f calls/s in all, round robin over %d agents (each\n", conf.noteRate, conf.agents)
+		p("with its own Task and token), each call sent at its time, for %s; baseline: the same %d\n", load.elapsed.Round(time.Millisecond), conf.agents)
+	} else {
+		p("\nREST under agent load: %d agents, each with its own Task and token, alternate task_get and\n", conf.agents)
+		p("task_note over HTTP for %s (keep-alive, one connection per agent); baseline: the same %d\n", load.elapsed.Round(time.Millisecond), conf.agents)
+	}
 	p("goroutines loop client.Get of their Task from the operator's cache for %s, first, in the same\n", base.elapsed.Round(time.Millisecond))
 	p("process. Real kube-apiserver + etcd via envtest, one in-process operator with the %s.\n", limit)
 	p("Latencies of 2xx answers; the load generator shares the machine with the operator and the API server.\n\n")
