@@ -87,6 +87,7 @@ bench-scale: envtest-assets ## Operator scale benchmark: Task bursts of 10, 100,
 # cache for 10 s. Prints answered/s, p50/p99 and REST/baseline. Target: no answer but 2xx or 429
 # (the only failure); times are printed, never asserted. Quick run:
 # TATARA_RESTLOAD_AGENTS=50 TATARA_RESTLOAD_DURATION=10s TATARA_RESTLOAD_BASELINE=5s make bench-rest
+# An open loop of task_note instead: TATARA_RESTLOAD_NOTE_RATE=50 make bench-rest
 .PHONY: bench-rest
 bench-rest: envtest-assets ## Operator REST API under load: 500 agents x (task_get, task_note) for 30 s vs a cache Get; target: only 2xx and 429.
 	@cd operator && go test -tags restload -run '^TestRESTLoad$$' -count=1 -timeout 30m -v ./test/integration | grep --line-buffered -vE '^(=== RUN|PASS|ok )'
