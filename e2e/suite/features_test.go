@@ -75,10 +75,7 @@ func TestInstall(t *testing.T) {
 			return ctx
 		}).
 		Assess("the Project and Task CRDs are Established", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			r, _ := clients(t, cfg)
-			if err := apiextv1.AddToScheme(r.GetScheme()); err != nil {
-				t.Fatal(err)
-			}
+			r, _ := clients(t, cfg) // its scheme has the CRD types
 			for _, name := range []string{"projects.tatara.dev", "tasks.tatara.dev"} {
 				crd := &apiextv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: name}}
 				err := wait.For(conditions.New(r).ResourceMatch(crd, func(obj k8s.Object) bool {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -52,16 +53,33 @@ type toolsWant struct {
 	count   int
 }
 
+// registerTypes adds the suite's API types to the scheme every resources.Resources shares
+// (client-go's global one), once: features run side by side, and a scheme's maps are not safe for
+// concurrent writes.
+func registerTypes(s *runtime.Scheme) error {
+	typesOnce.Do(func() {
+		for _, add := range []func(*runtime.Scheme) error{tatarav1.AddToScheme, apiextensionsv1.AddToScheme} {
+			if typesErr = add(s); typesErr != nil {
+				return
+			}
+		}
+	})
+	return typesErr
+}
+
+var (
+	typesOnce sync.Once
+	typesErr  error
+)
+
 func clients(t *testing.T, cfg *envconf.Config) (*resources.Resources, *kubernetes.Clientset) {
 	t.Helper()
 	r, err := resources.New(cfg.Client().RESTConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, add := range []func(*runtime.Scheme) error{tatarav1.AddToScheme, apiextensionsv1.AddToScheme} {
-		if err := add(r.GetScheme()); err != nil {
-			t.Fatal(err)
-		}
+	if err := registerTypes(r.GetScheme()); err != nil {
+		t.Fatal(err)
 	}
 	cs, err := kubernetes.NewForConfig(cfg.Client().RESTConfig())
 	if err != nil {
