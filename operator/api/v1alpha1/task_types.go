@@ -331,39 +331,36 @@ func (s *TaskStatus) AddActivity(now metav1.Time, typ ActivityType, text string)
 // AddRequestActivity is AddActivity for the tool call with Idempotency-Key requestID ("" for
 // none). It returns false, and adds nothing, when an entry of that request is already kept.
 func (s *TaskStatus) AddRequestActivity(now metav1.Time, typ ActivityType, text, requestID string) bool {
-	if requestID != "" && slices.ContainsFunc(s.Activity, func(e ActivityEntry) bool { return e.RequestID == requestID }) {
-		return false
-	}
-	e := ActivityEntry{Time: now, Type: typ, Text: text, RequestID: requestID}
-	if len(e.Text) > MaxActivityText {
-		e.Text = truncateUTF8(e.Text, MaxActivityText)
-		e.Truncated = true
-	}
-	s.Activity = append(s.Activity, e)
-	if over := len(s.Activity) - MaxActivity; over > 0 {
-		s.Activity = append([]ActivityEntry(nil), s.Activity[over:]...)
-	}
-	return true
+	added, _ := appendBounded(&s.Activity, MaxActivity, ActivityEntry{Time: now, Type: typ, Text: text, RequestID: requestID})
+	return added
 }
 
 // AddNote appends a task_note entry of the call with Idempotency-Key requestID ("" for none),
 // cutting its text, dropping the oldest notes beyond MaxNotes and counting them in NotesDropped. It
 // returns false, and adds nothing, when a note of that request is already kept.
 func (s *TaskStatus) AddNote(now metav1.Time, text, requestID string) bool {
-	if requestID != "" && slices.ContainsFunc(s.Notes, func(e ActivityEntry) bool { return e.RequestID == requestID }) {
-		return false
+	added, dropped := appendBounded(&s.Notes, MaxNotes, ActivityEntry{Time: now, Type: ActivityNote, Text: text, RequestID: requestID})
+	s.NotesDropped += int64(dropped)
+	return added
+}
+
+// appendBounded appends e to *log, its text cut to MaxActivityText, unless an entry of the same
+// non-empty RequestID is already there, and drops the oldest entries beyond limit. It returns
+// whether e was added and how many entries were dropped.
+func appendBounded(log *[]ActivityEntry, limit int, e ActivityEntry) (added bool, dropped int) {
+	if e.RequestID != "" && slices.ContainsFunc(*log, func(k ActivityEntry) bool { return k.RequestID == e.RequestID }) {
+		return false, 0
 	}
-	e := ActivityEntry{Time: now, Type: ActivityNote, Text: text, RequestID: requestID}
 	if len(e.Text) > MaxActivityText {
 		e.Text = truncateUTF8(e.Text, MaxActivityText)
 		e.Truncated = true
 	}
-	s.Notes = append(s.Notes, e)
-	if over := len(s.Notes) - MaxNotes; over > 0 {
-		s.Notes = append([]ActivityEntry(nil), s.Notes[over:]...)
-		s.NotesDropped += int64(over)
+	*log = append(*log, e)
+	if over := len(*log) - limit; over > 0 {
+		*log = append([]ActivityEntry(nil), (*log)[over:]...)
+		return true, over
 	}
-	return true
+	return true, 0
 }
 
 // truncateUTF8 cuts s to at most n bytes without splitting a UTF-8 sequence.
