@@ -34,6 +34,7 @@ type gitGatewayOptions struct {
 	username     string
 	tokenFile    string
 	branchPrefix string
+	claimFile    string
 	maxPushBytes int64
 	metricsAddr  string
 }
@@ -52,7 +53,12 @@ POST /git-receive-pack are forwarded; anything else is answered 404. A push is f
 every ref it updates is refs/heads/<branch prefix> or under refs/heads/<branch prefix>/ and
 none is deleted; otherwise the whole push is refused, nothing reaches the upstream, and git shows
 the reason per ref ("! [remote rejected] ...", from a report-status; 403 for a client without one).
-Signed pushes and push options are refused. SIGTERM stops the gateway gracefully.`,
+Signed pushes and push options are refused. SIGTERM stops the gateway gracefully.
+
+In a warm pool's pod, --claim-file replaces --branch-prefix: the pod has no Task yet, so every
+git request is answered 503 until the cli writes the claim assignment there; from then on the
+branch prefix is the assignment's push branch (read once), and an assignment without one
+refuses every push.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
@@ -66,11 +72,14 @@ Signed pushes and push options are refused. SIGTERM stops the gateway gracefully
 	f.StringVar(&o.username, "username", gitgateway.DefaultUsername, "user name of the HTTP Basic auth sent upstream")
 	f.StringVar(&o.tokenFile, "token-file", "", "file holding the push token (the Basic auth password); read once, surrounding whitespace trimmed")
 	f.StringVar(&o.branchPrefix, "branch-prefix", "", "the Task's branch, e.g. tatara/my-task: pushes may update refs/heads/<prefix> and refs/heads/<prefix>/..., nothing else")
+	f.StringVar(&o.claimFile, "claim-file", "", "in a warm pool's pod, instead of --branch-prefix: the claim assignment whose push branch is the prefix, once it exists")
 	f.Int64Var(&o.maxPushBytes, "max-push-bytes", gitgateway.DefaultMaxPushBytes, "largest request body (a push's packfile included), compressed or not")
 	f.StringVar(&o.metricsAddr, "metrics-addr", "", "address serving /metrics and /healthz (empty disables)")
-	for _, name := range []string{"upstream", "token-file", "branch-prefix"} {
+	for _, name := range []string{"upstream", "token-file"} {
 		_ = cmd.MarkFlagRequired(name)
 	}
+	cmd.MarkFlagsOneRequired("branch-prefix", "claim-file")
+	cmd.MarkFlagsMutuallyExclusive("branch-prefix", "claim-file")
 	return cmd
 }
 
@@ -84,7 +93,7 @@ func runGitGateway(ctx context.Context, o gitGatewayOptions, logOut io.Writer) e
 		}
 		return fmt.Errorf("invalid --upstream: %w", err)
 	}
-	token, err := readTokenFile(o.tokenFile)
+	token, err := readTokenFile("--token-file", o.tokenFile)
 	if err != nil {
 		return err
 	}
@@ -97,6 +106,7 @@ func runGitGateway(ctx context.Context, o gitGatewayOptions, logOut io.Writer) e
 		Username:     o.username,
 		Token:        token,
 		BranchPrefix: o.branchPrefix,
+		ClaimFile:    o.claimFile,
 		MaxPushBytes: o.maxPushBytes,
 		Registerer:   reg,
 	}, log)
@@ -129,8 +139,12 @@ func runGitGateway(ctx context.Context, o gitGatewayOptions, logOut io.Writer) e
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	log.Info("git gateway started", "listen", "http://"+ln.Addr().String()+"/", "upstream", upstream.String(),
-		"branch", "refs/heads/"+o.branchPrefix, "max_push_bytes", o.maxPushBytes, "version", buildinfo.Version)
+	branch := []any{"branch", "refs/heads/" + o.branchPrefix}
+	if o.claimFile != "" {
+		branch = []any{"claim_file", o.claimFile}
+	}
+	log.Info("git gateway started", append([]any{"listen", "http://" + ln.Addr().String() + "/", "upstream", upstream.String(),
+		"max_push_bytes", o.maxPushBytes, "version", buildinfo.Version}, branch...)...)
 	select {
 	case <-ctx.Done():
 		log.Info("git gateway stopping", "reason", context.Cause(ctx).Error())
@@ -141,23 +155,24 @@ func runGitGateway(ctx context.Context, o gitGatewayOptions, logOut io.Writer) e
 	}
 }
 
-// readTokenFile reads the push token once. Errors name the file, never its content.
-func readTokenFile(path string) (string, error) {
+// readTokenFile reads a token file (the push token, or a pool pod's claim token), named in
+// errors as what (the flag or variable that gave it). Errors name the file, never its content.
+func readTokenFile(what, path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return "", fmt.Errorf("failed to read --token-file: %w", err)
+		return "", fmt.Errorf("failed to read %s: %w", what, err)
 	}
 	defer func() { _ = f.Close() }()
 	b, err := io.ReadAll(io.LimitReader(f, maxTokenFileBytes+1))
 	if err != nil {
-		return "", fmt.Errorf("failed to read --token-file %s: %w", path, err)
+		return "", fmt.Errorf("failed to read %s %s: %w", what, path, err)
 	}
 	if len(b) > maxTokenFileBytes {
-		return "", fmt.Errorf("invalid --token-file %s: larger than %d bytes", path, maxTokenFileBytes)
+		return "", fmt.Errorf("invalid %s %s: larger than %d bytes", what, path, maxTokenFileBytes)
 	}
 	token := strings.TrimSpace(string(b))
 	if token == "" {
-		return "", fmt.Errorf("invalid --token-file %s: it is empty", path)
+		return "", fmt.Errorf("invalid %s %s: it is empty", what, path)
 	}
 	return token, nil
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"tatara.dev/cli/internal/cli"
+	"tatara.dev/cli/pkg/claim"
 	"tatara.dev/testkit/testutil"
 )
 
@@ -36,7 +37,11 @@ func TestGitGatewayFlagErrors(t *testing.T) {
 		args    []string
 		wantErr string
 	}{
-		{"no flags", nil, `required flag(s) "branch-prefix", "token-file", "upstream" not set`},
+		{"no flags", nil, `required flag(s) "token-file", "upstream" not set`},
+		{"neither branch prefix nor claim file", []string{"--upstream=https://git.example.com/r.git", "--token-file=" + good},
+			"at least one of the flags in the group [branch-prefix claim-file] is required"},
+		{"branch prefix and claim file", []string{"--upstream=https://git.example.com/r.git", "--token-file=" + good, "--branch-prefix=tatara/t1", "--claim-file=/claim/assignment.json"},
+			"if any flags in the group [branch-prefix claim-file] are set none of the others can be"},
 		{"missing token file", []string{"--upstream=https://git.example.com/r.git", "--token-file=/nonexistent/token", "--branch-prefix=tatara/t1"}, "failed to read --token-file"},
 		{"empty token file", []string{"--upstream=https://git.example.com/r.git", "--token-file=" + empty, "--branch-prefix=tatara/t1"}, "it is empty"},
 		{"credential in the upstream", []string{"--upstream=https://x:" + gatewayToken + "@git.example.com/r.git", "--token-file=" + good, "--branch-prefix=tatara/t1"}, "must not carry credentials"},
@@ -126,5 +131,77 @@ func TestGitGatewayBinary(t *testing.T) {
 		if strings.Contains(l, gatewayToken) {
 			t.Errorf("the token reached the log: %s", l)
 		}
+	}
+}
+
+// The binary in a warm pool's pod (--claim-file): /healthz answers at once, a push before the
+// claim is refused with 503 saying the pod is not claimed yet, and once the cli has written the
+// assignment, the push is checked against its push branch.
+func TestGitGatewayBinaryWithClaimFile(t *testing.T) {
+	listen, metricsAddr := freeAddr(t), freeAddr(t)
+	claimFile := filepath.Join(t.TempDir(), "assignment.json")
+	cmd := exec.Command(tataraBin(t), "git-gateway", "--listen", listen, "--metrics-addr", metricsAddr,
+		"--upstream", "http://127.0.0.1:1/demo.git", "--token-file", writeTokenFile(t, gatewayToken), "--claim-file", claimFile)
+	logs, logsDone := startLogged(t, cmd)
+	defer func() { _ = cmd.Process.Kill() }()
+	testutil.WaitFor(t, "startup log", func() bool { return logs.find("git gateway started") != nil })
+	if start := logs.find("git gateway started"); start["claim_file"] != claimFile || start["branch"] != nil {
+		t.Errorf("startup log = %v, want the claim file and no branch", start)
+	}
+	resp, err := http.Get("http://" + metricsAddr + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("/healthz before the claim = %d, want 200", resp.StatusCode)
+	}
+
+	oid := strings.Repeat("1", 40)
+	line := fmt.Sprintf("%s %s refs/heads/main\x00report-status", strings.Repeat("0", 40), oid)
+	push := fmt.Sprintf("%04x%s0000", len(line)+4, line)
+	post := func() (int, string) {
+		t.Helper()
+		resp, err := http.Post("http://"+listen+"/git-receive-pack", "application/x-git-receive-pack-request", strings.NewReader(push))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = resp.Body.Close() }()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	tests := []struct {
+		name     string
+		claim    *claim.Assignment
+		wantCode int
+		wantBody string
+	}{
+		{"before the claim", nil, http.StatusServiceUnavailable, "this pod is not claimed yet"},
+		{"after the claim", &claim.Assignment{Project: "proj", Task: "t1", Kind: "implement", Directive: "d", RepoDir: "/workspace/demo", PushBranch: "tatara/t1"},
+			http.StatusOK, "ng refs/heads/main refs/heads/main is outside refs/heads/tatara/t1 (the Task's branch)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.claim != nil {
+				if err := claim.WriteFile(claimFile, *tt.claim); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if code, body := post(); code != tt.wantCode || !strings.Contains(body, tt.wantBody) {
+				t.Errorf("push to main: %d %q, want %d and %q", code, body, tt.wantCode, tt.wantBody)
+			}
+		})
+	}
+	testutil.WaitFor(t, "pod claimed log", func() bool { return logs.find("pod claimed") != nil })
+	if rec := logs.find("pod claimed"); rec == nil || rec["branch"] != "refs/heads/tatara/t1" || rec["task"] != "t1" {
+		t.Errorf("pod claimed log = %v", rec)
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	<-logsDone
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("exit after SIGTERM: %v (want 0); log: %s", err, strings.Join(logs.raw, "\n"))
 	}
 }

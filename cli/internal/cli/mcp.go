@@ -26,6 +26,7 @@ import (
 	"tatara.dev/cli/internal/obs"
 	"tatara.dev/cli/pkg/agentpod"
 	"tatara.dev/cli/pkg/buildinfo"
+	"tatara.dev/cli/pkg/claim"
 	"tatara.dev/cli/pkg/scrapewait"
 )
 
@@ -70,12 +71,18 @@ The tool profile (--tool-profile, else TATARA_TOOL_PROFILE) selects which tools 
 an empty or unknown profile serves every tool and logs a WARN. Backends come from
 TATARA_MEMORY_URL, TATARA_CHAT_URL and TATARA_OPERATOR_URL (bearer TATARA_TOKEN); task and
 project arguments default to TATARA_TASK and TATARA_PROJECT. With TATARA_OPERATOR_CA_BUNDLE (PEM)
-set, the operator's https URL is verified against that bundle alone.`,
+set, the operator's https URL is verified against that bundle alone.
+
+In a warm pool's pod (TATARA_CLAIM_FILE set) there is no Task yet: the command first asks the
+operator for the pod's claim (GET /api/v1/claim, bearer the token in TATARA_CLAIM_TOKEN_FILE)
+until a Task claims the pod, writes the assignment (never the token) to TATARA_CLAIM_FILE, and
+only then listens for MCP, with the claiming Task's project, task and token. /metrics and
+/healthz are served during the wait.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
-			return runMCP(ctx, o, newLogger(logOut), os.Stdin, cmd.OutOrStdout())
+			return runMCP(ctx, o, logOut, os.Stdin, cmd.OutOrStdout())
 		},
 	}
 	f := cmd.Flags()
@@ -90,19 +97,46 @@ set, the operator's https URL is verified against that bundle alone.`,
 	return cmd
 }
 
-func runMCP(ctx context.Context, o mcpOptions, log *slog.Logger, stdin io.Reader, stdout io.Writer) error {
+func runMCP(ctx context.Context, o mcpOptions, logOut io.Writer, stdin io.Reader, stdout io.Writer) error {
 	if err := o.validate(); err != nil {
+		return err
+	}
+	log := newLogger(logOut)
+	operatorURL := os.Getenv(EnvOperatorURL)
+	operatorHTTP, err := operatorClient(operatorURL, os.Getenv(EnvOperatorCABundle))
+	if err != nil {
 		return err
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	srv, err := newTaskMCPServer(o, log, obs.NewMetrics(reg))
-	if err != nil {
-		return err
-	}
+	metrics := obs.NewMetrics(reg)
 
-	// Listen for MCP first, once the server is built: the wrapper starts the agent as soon as this
-	// port accepts a connection, so the first MCP request is answered; "metrics up" implies it too.
+	id := taskIdentity{project: os.Getenv(EnvProject), task: os.Getenv(EnvTask), token: os.Getenv(EnvToken)}
+	var metricsSrv *metricsServer
+	claimFile := os.Getenv(claim.EnvFile)
+	if claimFile != "" {
+		// A pool pod: its metrics port is up while it waits for a Task, which may take hours.
+		if metricsSrv, err = startMetrics(o.metricsAddr, reg, log); err != nil {
+			return err
+		}
+		defer metricsSrv.stop()
+		defer metricsSrv.waitForScrape(o.scrapeWait)
+		a, err := awaitClaim(ctx, claimFile, operatorURL, operatorHTTP, log)
+		if err != nil && ctx.Err() != nil {
+			log.Info("claim wait stopped", "reason", context.Cause(ctx).Error())
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		id = taskIdentity{project: a.Project, task: a.Task, token: a.Token}
+		log = newLogger(logOut, a.Token)
+	}
+	srv := newTaskMCPServer(o, id, operatorURL, operatorHTTP, log, metrics)
+
+	// Listen for MCP first, once the server is built (in a pool pod, once the claim is written):
+	// the wrapper starts the agent as soon as this port accepts a connection, so the first MCP
+	// request is answered, and reads the claim then; in a Task's pod "metrics up" implies it too.
 	var mcpListener net.Listener
 	if o.transport == "http" {
 		ln, err := net.Listen("tcp", o.listen)
@@ -112,21 +146,45 @@ func runMCP(ctx context.Context, o mcpOptions, log *slog.Logger, stdin io.Reader
 		mcpListener = ln
 		defer func() { _ = ln.Close() }()
 	}
-	metricsSrv, err := startMetrics(o.metricsAddr, reg, log)
-	if err != nil {
-		return err
+	if metricsSrv == nil {
+		if metricsSrv, err = startMetrics(o.metricsAddr, reg, log); err != nil {
+			return err
+		}
+		defer metricsSrv.stop()
+		// Runs before stop: the last tool calls' counts reach Prometheus before the sidecar exits.
+		defer metricsSrv.waitForScrape(o.scrapeWait)
 	}
-	defer metricsSrv.stop()
-	// Runs before stop: the last tool calls' counts reach Prometheus before the sidecar exits.
-	defer metricsSrv.waitForScrape(o.scrapeWait)
 
 	startup := []any{"profile", o.toolProfile, "resolved_profile", srv.ResolvedProfile,
 		"registered_tools", len(srv.Tools), "transport", o.transport, "version", buildinfo.Version,
-		"project", os.Getenv(EnvProject), "task", os.Getenv(EnvTask)}
+		"project", id.project, "task", id.task}
 	if o.transport == "stdio" {
 		return serveStdio(ctx, srv, log, startup, stdin, stdout)
 	}
 	return serveHTTP(ctx, o, srv, mcpListener, log, startup)
+}
+
+// awaitClaim waits for the Task that claims this pool pod and writes its assignment, without the
+// token, to claimFile for the wrapper and the git gateway. The caller listens for MCP only after
+// that: the wrapper reads the file as soon as the MCP port accepts a connection.
+func awaitClaim(ctx context.Context, claimFile, operatorURL string, hc *http.Client, log *slog.Logger) (claim.Answer, error) {
+	tokenFile := os.Getenv(claim.EnvOperatorTokenFile)
+	if tokenFile == "" {
+		return claim.Answer{}, fmt.Errorf("%s is set but %s is not: a pool pod's cli needs its token to ask for the claim", claim.EnvFile, claim.EnvOperatorTokenFile)
+	}
+	start := time.Now()
+	log.Info("waiting for the claim", "claim_file", claimFile, "kind", os.Getenv(EnvTaskKind))
+	w := claimWait{operatorURL: operatorURL, tokenFile: tokenFile, kind: os.Getenv(EnvTaskKind), hc: hc, log: log}
+	a, err := w.await(ctx)
+	if err != nil {
+		return claim.Answer{}, err
+	}
+	if err := claim.WriteFile(claimFile, a.Assignment); err != nil {
+		return claim.Answer{}, err
+	}
+	log.Info("pod claimed", "project", a.Project, "task", a.Task, "kind", a.Kind,
+		"waited", time.Since(start).Round(time.Millisecond).String(), "claim_file", claimFile)
+	return a, nil
 }
 
 func (o mcpOptions) validate() error {
@@ -144,24 +202,19 @@ func (o mcpOptions) validate() error {
 }
 
 // newTaskMCPServer builds the MCP server of the pod's Task: its profile, and the backends it
-// calls with the Task's identity and token, all from the environment the operator sets.
-func newTaskMCPServer(o mcpOptions, log *slog.Logger, metrics *obs.Metrics) (*mcpserver.Server, error) {
-	operatorURL := os.Getenv(EnvOperatorURL)
-	operatorHTTP, err := operatorClient(operatorURL, os.Getenv(EnvOperatorCABundle))
-	if err != nil {
-		return nil, err
-	}
-	project, task := os.Getenv(EnvProject), os.Getenv(EnvTask)
+// calls with the Task's identity and token (id), from the environment in a Task's pod and from
+// the claim in a pool pod.
+func newTaskMCPServer(o mcpOptions, id taskIdentity, operatorURL string, operatorHTTP *http.Client, log *slog.Logger, metrics *obs.Metrics) *mcpserver.Server {
 	return mcpserver.New(mcpserver.Config{
 		Profile: o.toolProfile,
 		Backends: backend.TaskClients(os.Getenv(EnvMemoryURL), os.Getenv(EnvChatURL), operatorURL,
-			project, task, os.Getenv(EnvToken), backend.HTTPClient(), operatorHTTP, log),
-		Context:     map[string]string{catalog.EnvProject: project, catalog.EnvTask: task},
+			id.project, id.task, id.token, backend.HTTPClient(), operatorHTTP, log),
+		Context:     map[string]string{catalog.EnvProject: id.project, catalog.EnvTask: id.task},
 		CallTimeout: o.callTimeout,
 		Version:     buildinfo.Version,
 		Logger:      log,
 		Metrics:     metrics,
-	}), nil
+	})
 }
 
 func serveStdio(ctx context.Context, srv *mcpserver.Server, log *slog.Logger, startup []any, stdin io.Reader, stdout io.Writer) error {
@@ -226,7 +279,8 @@ type metricsServer struct {
 
 // startMetrics serves reg's /metrics and a /healthz on addr until stop is called; an empty addr
 // serves nothing. Both commands start it after their main listener, so a passing probe on
-// /healthz means the main port accepts connections.
+// /healthz means the main port accepts connections; the one exception is a pool pod's
+// `tatara mcp`, which serves it during the claim wait, before it listens for MCP.
 func startMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (*metricsServer, error) {
 	if addr == "" {
 		return &metricsServer{}, nil

@@ -41,9 +41,10 @@ func NewRootCommand(stdout, stderr io.Writer) *cobra.Command {
 
 // newLogger logs JSON to w: stdout belongs to the MCP protocol on the stdio transport. Every
 // string attribute passes through the redactor, because report descriptions and backend error
-// bodies are agent- or server-supplied text that may carry a credential, the Task token included.
-func newLogger(w io.Writer) *slog.Logger {
-	red := redact.New(os.Getenv(EnvToken))
+// bodies are agent- or server-supplied text that may carry a credential, the Task token included:
+// TATARA_TOKEN's, or in a pool pod the claimed one, passed as secrets.
+func newLogger(w io.Writer, secrets ...string) *slog.Logger {
+	red := redact.New(append([]string{os.Getenv(EnvToken)}, secrets...)...)
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo, ReplaceAttr: red.ReplaceAttr}))
 }
 

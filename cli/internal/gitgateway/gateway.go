@@ -6,6 +6,10 @@
 // sent with HTTP Basic auth, and reads the command list of every push before forwarding it,
 // refusing the whole push if any ref update falls outside refs/heads/<branch prefix>, deletes a
 // ref, or uses a protocol feature it cannot check (signed pushes, push options).
+//
+// In a warm pool's pod the gateway starts before any Task exists: it learns the branch from the
+// claim file (cli/pkg/claim) once a Task has claimed the pod, and refuses every git request until
+// then.
 package gitgateway
 
 import (
@@ -17,8 +21,12 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"tatara.dev/cli/pkg/claim"
 )
 
 // Defaults of Config.
@@ -57,6 +65,11 @@ type Config struct {
 	// BranchPrefix is the Task's branch, e.g. "tatara/my-task": a push may update
 	// refs/heads/<BranchPrefix> and refs/heads/<BranchPrefix>/..., nothing else.
 	BranchPrefix string
+	// ClaimFile, in a warm pool's pod, takes BranchPrefix's place (exactly one of the two is set):
+	// the branch prefix is the claim assignment's push branch, read from this file once it exists
+	// and fixed from then on. Until it exists the pod has no Task, hence no branch, and every git
+	// request is refused with 503; an assignment without a push branch refuses every push.
+	ClaimFile string
 	// MaxPushBytes bounds a request body (compressed and decompressed); 0 means
 	// DefaultMaxPushBytes.
 	MaxPushBytes int64
@@ -70,11 +83,15 @@ type handler struct {
 	upstream *url.URL
 	username string
 	token    string
-	branch   string // refs/heads/<BranchPrefix>
-	maxBytes int64
-	log      *slog.Logger
-	pushes   *prometheus.CounterVec
-	proxy    *httputil.ReverseProxy
+	// target is where pushes may go: set at start from BranchPrefix, or from ClaimFile on the
+	// first request after the claim; nil until then.
+	target    atomic.Pointer[pushTarget]
+	claimFile string
+	claimMu   sync.Mutex // one reader of the claim file at a time
+	maxBytes  int64
+	log       *slog.Logger
+	pushes    *prometheus.CounterVec
+	proxy     *httputil.ReverseProxy
 }
 
 // NewHandler validates cfg and returns the gateway's handler, which serves the smart-HTTP
@@ -101,8 +118,15 @@ func NewHandler(cfg Config, log *slog.Logger) (http.Handler, error) {
 	if hasControl(cfg.Token) {
 		return nil, errors.New("invalid token: it contains a control character (a newline inside the token file?)")
 	}
-	if err := checkBranchPrefix(cfg.BranchPrefix); err != nil {
-		return nil, fmt.Errorf("invalid branch prefix: %w", err)
+	if cfg.ClaimFile != "" && cfg.BranchPrefix != "" {
+		return nil, errors.New("invalid configuration: a branch prefix and a claim file are mutually exclusive (the claim names the branch)")
+	}
+	var target *pushTarget
+	if cfg.ClaimFile == "" {
+		if err := checkBranchPrefix(cfg.BranchPrefix); err != nil {
+			return nil, fmt.Errorf("invalid branch prefix: %w", err)
+		}
+		target = &pushTarget{branch: "refs/heads/" + cfg.BranchPrefix}
 	}
 	maxBytes := cfg.MaxPushBytes
 	switch {
@@ -120,14 +144,15 @@ func NewHandler(cfg Config, log *slog.Logger) (http.Handler, error) {
 		transport = http.DefaultTransport.(*http.Transport).Clone()
 	}
 	h := &handler{
-		upstream: upstream,
-		username: username,
-		token:    cfg.Token,
-		branch:   "refs/heads/" + cfg.BranchPrefix,
-		maxBytes: maxBytes,
-		log:      log,
-		pushes:   pushes,
+		upstream:  upstream,
+		username:  username,
+		token:     cfg.Token,
+		claimFile: cfg.ClaimFile,
+		maxBytes:  maxBytes,
+		log:       log,
+		pushes:    pushes,
 	}
+	h.target.Store(target)
 	h.proxy = &httputil.ReverseProxy{
 		Rewrite:        h.rewrite,
 		Transport:      transport,
@@ -211,19 +236,71 @@ func match(r *http.Request) (suffix, service string, ok bool) {
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	suffix, _, ok := match(r)
+	suffix, service, ok := match(r)
 	if !ok {
 		h.log.Warn("git gateway request refused: not a git smart-HTTP request", "method", r.Method, "path", truncate([]byte(r.URL.Path)), "query", truncate([]byte(r.URL.RawQuery)))
 		textError(w, http.StatusNotFound, "not found: the git gateway serves only GET /info/refs?service=git-upload-pack, GET /info/refs?service=git-receive-pack, POST /git-upload-pack and POST /git-receive-pack\n")
 		return
 	}
+	target, code, msg := h.currentTarget()
+	if target == nil {
+		h.log.Warn("git gateway request refused: no claim", "method", r.Method, "path", r.URL.Path, "status", code, "reason", msg)
+		textError(w, code, msg+"\n")
+		return
+	}
+	if service == serviceReceive && target.noPush != "" {
+		// The push itself (POST) is refused by check, in git's report; this is its first step.
+		h.log.Warn("git gateway request refused: no push branch", "method", r.Method, "path", r.URL.Path, "reason", target.noPush)
+		textError(w, http.StatusForbidden, "push refused: "+target.noPush+"\n")
+		return
+	}
 	st := &reqState{}
 	r = r.WithContext(context.WithValue(r.Context(), stateKey{}, st))
 	if suffix == pathReceivePack {
-		h.serveReceivePack(w, r, st)
+		h.serveReceivePack(w, r, st, target)
 		return
 	}
 	out := r.Clone(r.Context())
 	out.Body = body{&limitedBody{r: http.MaxBytesReader(w, r.Body, h.maxBytes), st: st}, r.Body}
 	h.proxy.ServeHTTP(w, out)
+}
+
+// pushTarget is where pushes may go: refs under branch, or, when noPush says why, nowhere.
+type pushTarget struct {
+	branch string // refs/heads/<prefix>
+	noPush string
+}
+
+// currentTarget returns the handler's target. In a pool pod it reads the claim file until that
+// succeeds, and keeps the first target it gets: the claim of a pod never changes. Without one,
+// it returns the status and message to refuse the request with: 503 while the pod is unclaimed
+// (git may be asked again later), 500 for a claim file that cannot be read.
+func (h *handler) currentTarget() (*pushTarget, int, string) {
+	if t := h.target.Load(); t != nil {
+		return t, 0, ""
+	}
+	h.claimMu.Lock()
+	defer h.claimMu.Unlock()
+	if t := h.target.Load(); t != nil {
+		return t, 0, ""
+	}
+	a, err := claim.ReadFile(h.claimFile)
+	switch {
+	case errors.Is(err, claim.ErrNotClaimed):
+		return nil, http.StatusServiceUnavailable, "the git gateway serves no git request yet: this pod is not claimed yet (no Task, so no branch)"
+	case err != nil:
+		h.log.Error("git gateway cannot read the pod's claim", "claim_file", h.claimFile, "error", err.Error())
+		return nil, http.StatusInternalServerError, "the git gateway cannot read this pod's claim: " + err.Error()
+	}
+	t := &pushTarget{}
+	if a.PushBranch == "" {
+		t.noPush = fmt.Sprintf("task %s has no push branch: the git gateway refuses every push", a.Task)
+	} else if err := checkBranchPrefix(a.PushBranch); err != nil {
+		t.noPush = fmt.Sprintf("task %s's push branch is invalid (%v): the git gateway refuses every push", a.Task, err)
+	} else {
+		t.branch = "refs/heads/" + a.PushBranch
+	}
+	h.target.Store(t)
+	h.log.Info("pod claimed", "task", a.Task, "project", a.Project, "branch", t.branch, "no_push", t.noPush, "claim_file", h.claimFile)
+	return t, 0, ""
 }

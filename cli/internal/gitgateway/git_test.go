@@ -54,6 +54,13 @@ type seenRequest struct {
 // more) and, for each of branches, a branch at main's tip.
 func newGitFixture(t *testing.T, maxPushBytes int64, branches ...string) *gitFixture {
 	t.Helper()
+	return newGitFixtureConfig(t, Config{BranchPrefix: "tatara/t1", MaxPushBytes: maxPushBytes}, branches...)
+}
+
+// newGitFixtureConfig is newGitFixture with the gateway's branch settings and size limit from
+// cfg; the rest of the config is the fixture's.
+func newGitFixtureConfig(t *testing.T, cfg Config, branches ...string) *gitFixture {
+	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Fatalf("these tests drive the real git client, which is not on PATH: %v", err)
 	}
@@ -112,8 +119,8 @@ func newGitFixture(t *testing.T, maxPushBytes int64, branches ...string) *gitFix
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := NewHandler(Config{Upstream: u, Token: gitToken, BranchPrefix: "tatara/t1", MaxPushBytes: maxPushBytes, Registerer: f.reg},
-		slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	cfg.Upstream, cfg.Token, cfg.Registerer = u, gitToken, f.reg
+	h, err := NewHandler(cfg, slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	if err != nil {
 		t.Fatal(err)
 	}

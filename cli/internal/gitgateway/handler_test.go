@@ -420,6 +420,8 @@ func TestNewHandlerValidation(t *testing.T) {
 		{"prefix with leading -", func(c *Config) { c.BranchPrefix = "-t" }, "begins with -"},
 		{"prefix with trailing /", func(c *Config) { c.BranchPrefix = "tatara/" }, "ends with /"},
 		{"negative max", func(c *Config) { c.MaxPushBytes = -1 }, "invalid max push bytes -1"},
+		{"claim file instead of a prefix", func(c *Config) { c.BranchPrefix, c.ClaimFile = "", "/claim/assignment.json" }, ""},
+		{"claim file and prefix", func(c *Config) { c.ClaimFile = "/claim/assignment.json" }, "mutually exclusive"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

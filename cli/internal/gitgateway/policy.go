@@ -26,10 +26,13 @@ var allowedCapabilities = map[string]bool{
 	"agent": true, "object-format": true, "session-id": true,
 }
 
-// check returns why push is refused; none means it may be forwarded.
-func (h *handler) check(push *pushRequest) []refusal {
+// check returns why push is refused by target; none means it may be forwarded.
+func (h *handler) check(push *pushRequest, target *pushTarget) []refusal {
 	if push.PushCert {
 		return []refusal{{"", "signed pushes (push-cert) are not supported by the git gateway"}}
+	}
+	if target.noPush != "" {
+		return []refusal{{"", target.noPush}}
 	}
 	var out []refusal
 	for _, c := range push.Capabilities {
@@ -45,8 +48,8 @@ func (h *handler) check(push *pushRequest) []refusal {
 		switch {
 		case checkRefFormat(c.Ref) != nil:
 			out = append(out, refusal{c.Ref, fmt.Sprintf("%q is not a valid ref name: %v", c.Ref, checkRefFormat(c.Ref))})
-		case c.Ref != h.branch && !strings.HasPrefix(c.Ref, h.branch+"/"):
-			out = append(out, refusal{c.Ref, fmt.Sprintf("%s is outside %s (the Task's branch)", c.Ref, h.branch)})
+		case c.Ref != target.branch && !strings.HasPrefix(c.Ref, target.branch+"/"):
+			out = append(out, refusal{c.Ref, fmt.Sprintf("%s is outside %s (the Task's branch)", c.Ref, target.branch)})
 		case c.isDelete():
 			out = append(out, refusal{c.Ref, fmt.Sprintf("%s would be deleted; the git gateway never deletes refs", c.Ref)})
 		}

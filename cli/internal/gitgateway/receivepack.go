@@ -40,8 +40,8 @@ type body struct {
 }
 
 // serveReceivePack checks a push's command list and forwards the push only if every ref update
-// is allowed.
-func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, st *reqState) {
+// is allowed to target.
+func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, st *reqState, target *pushTarget) {
 	raw := &limitedBody{r: http.MaxBytesReader(w, r.Body, h.maxBytes), st: st}
 	src := io.Reader(raw)
 	gzipped := false
@@ -71,7 +71,7 @@ func (h *handler) serveReceivePack(w http.ResponseWriter, r *http.Request, st *r
 		textError(w, http.StatusBadRequest, "failed to read the push request\n")
 		return
 	}
-	if refusals := h.check(push); len(refusals) > 0 {
+	if refusals := h.check(push, target); len(refusals) > 0 {
 		if (push.hasCapability("report-status") || push.hasCapability("report-status-v2")) && !push.PushCert {
 			h.reportRefused(w, raw, push, refusals)
 			return

@@ -24,9 +24,10 @@ const (
 	// be claimed (it is being deleted, or its Task ended), 401/403 for a token that is not a live
 	// pool pod's.
 	OperatorPath = "/api/v1/claim"
-	// WaitParam is the query parameter of the wait; MaxWait bounds it.
+	// WaitParam is the query parameter of the wait; MaxWait bounds it (a longer one is cut to
+	// it), well inside the REST API's 25 s handler timeout.
 	WaitParam = "wait"
-	MaxWait   = 30 * time.Second
+	MaxWait   = 20 * time.Second
 
 	// Audience is the audience of the pod-bound ServiceAccount token: the operator accepts no
 	// other, so the pod's token for anything else cannot claim.

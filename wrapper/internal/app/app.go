@@ -1,6 +1,7 @@
 // Package app is the wrapper process: it reads its settings, serves metrics and health, runs the
 // agent CLI for the Task's directive while tailing its transcript, and exits with the agent's
-// exit code so the pod phase (Succeeded / Failed) drives the Task.
+// exit code so the pod phase (Succeeded / Failed) drives the Task. In a warm pool's pod it first
+// waits, without a time limit, for the Task that claims the pod (claim.go).
 package app
 
 import (
@@ -24,6 +25,7 @@ import (
 
 	"tatara.dev/cli/pkg/agentpod"
 	"tatara.dev/cli/pkg/buildinfo"
+	"tatara.dev/cli/pkg/claim"
 	"tatara.dev/cli/pkg/redact"
 	"tatara.dev/cli/pkg/scrapewait"
 	"tatara.dev/wrapper/internal/agent"
@@ -61,14 +63,18 @@ type Config struct {
 	ScrapeWait              time.Duration
 	MCPWait                 time.Duration
 	LogLevel                slog.Level
+	// ClaimFile is set in a warm pool's pod (claim.EnvFile): Task and Directive are empty until
+	// the claim assignment there gives them, and the MCP wait has no time limit.
+	ClaimFile string
 }
 
 // ParseConfig reads the settings from args (flags) and getenv.
 func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	c := Config{
-		Project:  getenv("TATARA_PROJECT"),
-		Task:     getenv("TATARA_TASK"),
-		TaskKind: getenv("TATARA_TASK_KIND"),
+		Project:   getenv("TATARA_PROJECT"),
+		Task:      getenv("TATARA_TASK"),
+		TaskKind:  getenv("TATARA_TASK_KIND"),
+		ClaimFile: getenv(claim.EnvFile),
 	}
 	fs := flag.NewFlagSet("wrapper", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -103,7 +109,7 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 			return c, err
 		}
 	}
-	fs.DurationVar(&c.MCPWait, "mcp-wait", mcpWaitDef, "start the agent only once the MCP server accepts a connection, waiting at most this long (env TATARA_WRAPPER_MCP_WAIT)")
+	fs.DurationVar(&c.MCPWait, "mcp-wait", mcpWaitDef, "start the agent only once the MCP server accepts a connection, waiting at most this long (env TATARA_WRAPPER_MCP_WAIT; no limit in a pool pod)")
 	level := fs.String("log-level", def("TATARA_WRAPPER_LOG_LEVEL", "info"), "debug, info, warn or error (env TATARA_WRAPPER_LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
 		return c, fmt.Errorf("failed to parse flags %q: %w", strings.Join(args, " "), err)
@@ -115,7 +121,7 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 		return c, fmt.Errorf("failed to parse log level %q: %w", *level, err)
 	}
 	switch {
-	case strings.TrimSpace(c.Directive) == "":
+	case strings.TrimSpace(c.Directive) == "" && c.ClaimFile == "":
 		return c, errors.New("failed to read directive: TATARA_DIRECTIVE (or --directive) is empty")
 	case c.AgentCommand == "":
 		return c, errors.New("failed to read agent command: TATARA_AGENT_COMMAND (or --agent-command) is empty")
@@ -149,12 +155,11 @@ func Main(args []string, getenv func(string) string, environ []string, stderr io
 	// redactor masks it by its shape (tatara_ and 64 hex characters), wherever the agent's
 	// transcript echoes it.
 	red := redact.New()
-	log := newLogger(stderr, red, cfg)
 	if err != nil {
-		log.Error("invalid configuration", slog.Any("error", err))
+		newLogger(stderr, red, cfg).Error("invalid configuration", slog.Any("error", err))
 		return ExitUsage
 	}
-	return run(cfg, red, log, environ)
+	return run(cfg, red, stderr, environ)
 }
 
 func newLogger(w io.Writer, red *redact.Redactor, cfg Config) *slog.Logger {
@@ -188,21 +193,17 @@ func takePID1Duties(log *slog.Logger) {
 	log.LogAttrs(context.Background(), slog.LevelInfo, "process duties", attrs...)
 }
 
-func run(cfg Config, red *redact.Redactor, log *slog.Logger, environ []string) int {
+func run(cfg Config, red *redact.Redactor, stderr io.Writer, environ []string) int {
+	log := newLogger(stderr, red, cfg)
 	takePID1Duties(log)
 	reg := metrics.NewRegistry()
 	m := newMetrics(reg)
 	scrapes := scrapewait.New()
 	sessionID := uuid.NewString()
-	tailer := transcript.New(cfg.ConfigDir, sessionID,
-		transcript.WithLogger(log),
-		transcript.WithRedactor(red),
-		transcript.WithCounter(m.StreamEventsTotal),
-		transcript.WithInternalIssueCounter(m.InternalIssueTotal),
-		transcript.WithPollInterval(cfg.PollInterval),
-	)
+	// The tailer is made once the Task is known (a pool pod's only after its claim).
+	heart := &lateHeart{}
 	var ready atomic.Bool
-	srv, err := server.Start(cfg.MetricsAddr, server.Handler(scrapes.Handler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})), tailer, cfg.HealthStaleAfter, ready.Load), log)
+	srv, err := server.Start(cfg.MetricsAddr, server.Handler(scrapes.Handler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})), heart, cfg.HealthStaleAfter, ready.Load), log)
 	if err != nil {
 		log.Error("failed to start metrics server", slog.Any("error", err))
 		return ExitSetup
@@ -225,9 +226,34 @@ func run(cfg Config, red *redact.Redactor, log *slog.Logger, environ []string) i
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, forwardedSignals...)
 	defer signal.Stop(sigs)
+	start := time.Now()
 	if code, ok := waitForMCP(cfg, log, sigs); !ok {
 		return code
 	}
+	if cfg.ClaimFile != "" {
+		a, err := claim.ReadFile(cfg.ClaimFile)
+		if err != nil {
+			// The cli writes the file before it listens for MCP: none, or a broken one, is a bug.
+			log.Error("invalid configuration: no usable claim once the MCP server listens", slog.String("claim_file", cfg.ClaimFile), slog.Any("error", err))
+			return ExitUsage
+		}
+		cfg, environ = applyClaim(cfg, environ, a)
+		log = newLogger(stderr, red, cfg)
+		log.Info("pod claimed", slog.Duration("waited", time.Since(start).Round(time.Millisecond)), slog.String("claim_file", cfg.ClaimFile),
+			slog.String("repo_dir", a.RepoDir), slog.String("push_branch", a.PushBranch))
+		if err := prepareCheckout(context.Background(), a); err != nil {
+			log.Error("failed to prepare the claimed task's checkout", slog.Any("error", err))
+			return ExitSetup
+		}
+	}
+	tailer := transcript.New(cfg.ConfigDir, sessionID,
+		transcript.WithLogger(log),
+		transcript.WithRedactor(red),
+		transcript.WithCounter(m.StreamEventsTotal),
+		transcript.WithInternalIssueCounter(m.InternalIssueTotal),
+		transcript.WithPollInterval(cfg.PollInterval),
+	)
+	heart.t.Store(tailer)
 	proc := &agent.Process{
 		Command: cfg.AgentCommand,
 		Args:    agent.Args(mcpConfig, sessionID, cfg.Directive),
@@ -249,10 +275,16 @@ func run(cfg Config, red *redact.Redactor, log *slog.Logger, environ []string) i
 
 // waitForMCP holds the agent's start until the cli's MCP server accepts a connection: the agent
 // never runs without its tools. It gives up after cfg.MCPWait, or on SIGTERM or SIGINT, returning
-// the exit code and false.
+// the exit code and false. In a pool pod the cli listens only once a Task has claimed the pod,
+// which may take hours: there the wait has no time limit.
 func waitForMCP(cfg Config, log *slog.Logger, sigs <-chan os.Signal) (int, bool) {
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.MCPWait)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	if cfg.ClaimFile == "" {
+		var stop context.CancelFunc
+		ctx, stop = context.WithTimeout(ctx, cfg.MCPWait)
+		defer stop()
+	}
 	start := time.Now()
 	done := make(chan error, 1)
 	go func() { done <- agent.WaitForMCP(ctx, cfg.MCPURL) }()

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"tatara.dev/cli/pkg/claim"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -54,6 +56,12 @@ func TestParseConfig(t *testing.T) {
 				}
 			}, ""},
 		{"no directive", nil, map[string]string{}, nil, "TATARA_DIRECTIVE (or --directive) is empty"},
+		{"pool pod: no task nor directive until the claim", nil, map[string]string{"TATARA_PROJECT": "p", "TATARA_CLAIM_FILE": "/var/run/tatara/claim/assignment.json"},
+			func(t *testing.T, c Config) {
+				if c.ClaimFile != "/var/run/tatara/claim/assignment.json" || c.Task != "" || c.Directive != "" || c.Project != "p" {
+					t.Fatalf("config = %+v", c)
+				}
+			}, ""},
 		{"blank directive", nil, with("TATARA_DIRECTIVE", "  \n"), nil, "TATARA_DIRECTIVE (or --directive) is empty"},
 		{"bad linger", nil, with("TATARA_WRAPPER_LINGER", "soon"), nil, `failed to parse TATARA_WRAPPER_LINGER "soon"`},
 		{"bad scrape wait", nil, with("TATARA_WRAPPER_SCRAPE_WAIT", "70"), nil, `failed to parse TATARA_WRAPPER_SCRAPE_WAIT "70"`},
@@ -118,5 +126,34 @@ func TestMainRefusesATakenMetricsPort(t *testing.T) {
 	}
 	if strings.Contains(stderr.String(), `"msg":"agent started"`) {
 		t.Errorf("the agent was started:\n%s", stderr.String())
+	}
+}
+
+// TestApplyClaim: the claim gives the agent its Task's variables, as a cold pod's wrapper env has
+// them, replacing any the pool pod's env has; its checkout becomes the working directory.
+func TestApplyClaim(t *testing.T) {
+	base := Config{Project: "p", TaskKind: "implement", WorkDir: "/workspace"}
+	environ := []string{"PATH=/bin", "TATARA_PROJECT=p", "TATARA_TASK=", "TATARA_PUSH_BRANCH=stale"}
+	tests := []struct {
+		name    string
+		a       claim.Assignment
+		workDir string
+		env     []string
+	}{
+		{"checkout with push", claim.Assignment{Project: "p", Task: "t1", Kind: "implement", Directive: "do it", RepoDir: "/workspace/r", PushBranch: "tatara/t1-ab"},
+			"/workspace/r", []string{"PATH=/bin", "TATARA_PROJECT=p", "TATARA_TASK=t1", "TATARA_DIRECTIVE=do it", "TATARA_PUSH_BRANCH=tatara/t1-ab"}},
+		{"no repository", claim.Assignment{Project: "p", Task: "t2", Kind: "implement", Directive: "think"},
+			"/workspace", []string{"PATH=/bin", "TATARA_PROJECT=p", "TATARA_TASK=t2", "TATARA_DIRECTIVE=think"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, env := applyClaim(base, environ, tt.a)
+			if c.Task != tt.a.Task || c.Directive != tt.a.Directive || c.WorkDir != tt.workDir || c.Project != "p" {
+				t.Errorf("config = %+v", c)
+			}
+			if strings.Join(env, "\n") != strings.Join(tt.env, "\n") {
+				t.Errorf("env = %q, want %q", env, tt.env)
+			}
+		})
 	}
 }
