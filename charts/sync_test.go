@@ -18,9 +18,13 @@ func TestOperatorChartIsInSyncWithTheOperator(t *testing.T) {
 	}
 }
 
+// tokenReviewRole is the operator's one ClusterRole: create TokenReviews, for the warm pool's claims.
+const tokenReviewRole = "tatara-operator-token-review"
+
 // TestOperatorRolesGrantTheNarrowedRules: what the operator's markers ask for is granted by the
 // chart's Roles, in the namespaces the operator uses it in (ConfigMaps in the runtime namespace,
-// Leases in the release namespace, the rest in each agent namespace), and by no ClusterRole.
+// Leases in the release namespace, the rest in each agent namespace), and by no ClusterRole but
+// the one that creates TokenReviews.
 func TestOperatorRolesGrantTheNarrowedRules(t *testing.T) {
 	agentRules, narrowed, err := opsync.ClusterRules(testutil.WorkspaceDir(t))
 	if err != nil {
@@ -30,7 +34,8 @@ func TestOperatorRolesGrantTheNarrowedRules(t *testing.T) {
 		"runtimeNamespace": "tatara-runtime",
 		"agentNamespaces":  map[string]any{"tatara-agents": nil, "team-b": map[string]any{}, "team-a": map[string]any{}},
 	})
-	roleNS := map[string]string{"configmaps": "tatara-runtime", "leases": "tatara-system"}
+	// "" is the chart's one ClusterRole of the operator's: TokenReviews are cluster-scoped.
+	roleNS := map[string]string{"configmaps": "tatara-runtime", "leases": "tatara-system", "tokenreviews": ""}
 	type need struct{ res, ns string }
 	var needs []need
 	var verbs [][]string
@@ -49,7 +54,10 @@ func TestOperatorRolesGrantTheNarrowedRules(t *testing.T) {
 	for i, n := range needs {
 		granted := map[string]bool{}
 		for _, o := range r.objects {
-			if o.GetKind() != "Role" || o.GetNamespace() != n.ns {
+			if n.ns == "" && (o.GetKind() != "ClusterRole" || o.GetName() != tokenReviewRole) {
+				continue
+			}
+			if n.ns != "" && (o.GetKind() != "Role" || o.GetNamespace() != n.ns) {
 				continue
 			}
 			for _, pr := range nested(t, o, "rules").([]any) {
@@ -70,8 +78,16 @@ func TestOperatorRolesGrantTheNarrowedRules(t *testing.T) {
 	for _, o := range r.objects {
 		switch o.GetKind() {
 		case "ClusterRole", "ClusterRoleBinding":
-			// The release check (a helm test pod, not the operator) may get the two CRDs.
-			if !strings.HasPrefix(o.GetName(), "tatara-operator-release-check-") {
+			// The release check (a helm test pod, not the operator) may get the two CRDs; the
+			// operator may create TokenReviews, nothing else.
+			if o.GetName() == tokenReviewRole {
+				if o.GetKind() == "ClusterRole" {
+					want := `[{"apiGroups":["authentication.k8s.io"],"resources":["tokenreviews"],"verbs":["create"]}]`
+					if got, _ := json.Marshal(nested(t, o, "rules")); string(got) != want {
+						t.Errorf("%s grants %s, want exactly %s", describe(o), got, want)
+					}
+				}
+			} else if !strings.HasPrefix(o.GetName(), "tatara-operator-release-check-") {
 				t.Errorf("the chart renders %s: the operator must get no cluster-wide RBAC", describe(o))
 			} else if o.GetKind() == "ClusterRole" {
 				want := `[{"apiGroups":["apiextensions.k8s.io"],"resourceNames":["projects.tatara.dev","tasks.tatara.dev"],"resources":["customresourcedefinitions"],"verbs":["get"]}]`

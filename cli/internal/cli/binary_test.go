@@ -97,14 +97,22 @@ func TestStdioTransportPerProfile(t *testing.T) {
 	}
 }
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t *testing.T) string { return freeAddrs(t, 1)[0] }
+
+// freeAddrs returns n distinct free loopback addresses: each is held until all are chosen, so two
+// of one process (its MCP and metrics ports) never come out the same.
+func freeAddrs(t *testing.T, n int) []string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	addrs := make([]string, n)
+	for i := range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = ln.Close() }()
+		addrs[i] = ln.Addr().String()
 	}
-	defer func() { _ = ln.Close() }()
-	return ln.Addr().String()
+	return addrs
 }
 
 // startLogged starts cmd and collects its stderr, JSON lines parsed, until it exits; the channel
@@ -159,7 +167,8 @@ func (l *logLines) find(msg string) map[string]any {
 // --metrics-addr defaulted from TATARA_METRICS_ADDR, JSON logs on stderr, SIGTERM stops it.
 func TestHTTPTransportMetricsLogsAndShutdown(t *testing.T) {
 	const taskToken = "tt-4f9a1c7e2b8d"
-	listen, metricsAddr := freeAddr(t), freeAddr(t)
+	addrs := freeAddrs(t, 2)
+	listen, metricsAddr := addrs[0], addrs[1]
 	cmd := exec.Command(tataraBin(t), "mcp", "--transport", "http", "--listen", listen)
 	cmd.Env = append(os.Environ(), "TATARA_TOOL_PROFILE=brainstorm", "TATARA_METRICS_ADDR="+metricsAddr,
 		"TATARA_PROJECT=proj", "TATARA_TASK=task-9", "TATARA_TOKEN="+taskToken)

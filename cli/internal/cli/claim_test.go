@@ -145,7 +145,8 @@ type poolMCP struct {
 // newPoolMCP picks the addresses and the claim file of a pool pod's `tatara mcp`; start starts it.
 func newPoolMCP(t *testing.T) *poolMCP {
 	t.Helper()
-	return &poolMCP{listen: freeAddr(t), metrics: freeAddr(t), claimFile: filepath.Join(t.TempDir(), "assignment.json")}
+	addrs := freeAddrs(t, 2)
+	return &poolMCP{listen: addrs[0], metrics: addrs[1], claimFile: filepath.Join(t.TempDir(), "assignment.json")}
 }
 
 func startPoolMCP(t *testing.T, op *claimOperator, kind string) *poolMCP {
@@ -229,18 +230,22 @@ func TestMCPInAPoolPodServesTheClaimingTask(t *testing.T) {
 			}
 			p.start(t, op, "implement")
 
-			// The first accepted connection finds the assignment written.
-			testutil.WaitFor(t, "the MCP port", func() bool {
+			// Once it serves MCP, the assignment is written. (It waits for the log line, not for the
+			// port: a freed port can be taken by another test's process meanwhile.)
+			testutil.WaitFor(t, "the MCP server", func() bool {
 				select {
 				case <-p.done:
 					t.Fatalf("tatara mcp exited while waiting for its claim:\n%s", p.rawLogs())
 				default:
 				}
-				return p.accepts()
+				return p.logs.find("mcp server started") != nil
 			})
 			raw, err := os.ReadFile(p.claimFile)
 			if err != nil {
-				t.Fatalf("the MCP port accepts connections but the claim file is not there: %v", err)
+				t.Fatalf("the MCP server started but the claim file is not there: %v", err)
+			}
+			if !p.accepts() {
+				t.Fatal("the MCP server started but its port accepts no connection")
 			}
 			if acceptedEarly.Load() || writtenEarly.Load() {
 				t.Errorf("before the claim was answered: MCP port accepting %v, claim file written %v; want neither", acceptedEarly.Load(), writtenEarly.Load())

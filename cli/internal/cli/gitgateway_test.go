@@ -68,7 +68,8 @@ func TestGitGatewayFlagErrors(t *testing.T) {
 // is not git smart-HTTP, 403 for a push outside the branch, JSON logs without the token, and a
 // clean exit on SIGTERM.
 func TestGitGatewayBinary(t *testing.T) {
-	listen, metricsAddr := freeAddr(t), freeAddr(t)
+	addrs := freeAddrs(t, 2)
+	listen, metricsAddr := addrs[0], addrs[1]
 	cmd := exec.Command(tataraBin(t), "git-gateway", "--listen", listen, "--metrics-addr", metricsAddr,
 		"--upstream", "http://127.0.0.1:1/demo.git", "--token-file", writeTokenFile(t, "  "+gatewayToken+"\n"), "--branch-prefix", "tatara/t1")
 	logs, logsDone := startLogged(t, cmd)
@@ -138,7 +139,8 @@ func TestGitGatewayBinary(t *testing.T) {
 // claim is refused with 503 saying the pod is not claimed yet, and once the cli has written the
 // assignment, the push is checked against its push branch.
 func TestGitGatewayBinaryWithClaimFile(t *testing.T) {
-	listen, metricsAddr := freeAddr(t), freeAddr(t)
+	addrs := freeAddrs(t, 2)
+	listen, metricsAddr := addrs[0], addrs[1]
 	claimFile := filepath.Join(t.TempDir(), "assignment.json")
 	cmd := exec.Command(tataraBin(t), "git-gateway", "--listen", listen, "--metrics-addr", metricsAddr,
 		"--upstream", "http://127.0.0.1:1/demo.git", "--token-file", writeTokenFile(t, gatewayToken), "--claim-file", claimFile)

@@ -197,6 +197,7 @@ type ProjectAgent struct {
 const MaxAttemptsWithRetry = 2
 
 // ProjectSpec defines the desired state of a Project.
+// +kubebuilder:validation:XValidation:rule="!has(self.warmPool) || self.warmPool.all(p, !has(p.repo) || size(p.repo) == 0 || (has(self.repos) && self.repos.exists(r, r.name == p.repo)))",message="warmPool[].repo must name one of spec.repos"
 type ProjectSpec struct {
 	// Repos are the repositories of the Project.
 	// +kubebuilder:validation:MaxItems=100
@@ -213,6 +214,16 @@ type ProjectSpec struct {
 	// +optional
 	Workspace ProjectWorkspace `json:"workspace,omitempty"`
 
+	// WarmPool keeps agent pods started ahead of Tasks, per Task kind, so a Task of that kind
+	// starts in a pod that already runs. A pool pod is built without any Task's name or credential
+	// and receives them when a Task claims it; it serves that one Task and is deleted with it, and
+	// the pool starts a replacement. See docs/architecture.md, "The warm pool".
+	// +kubebuilder:validation:MaxItems=7
+	// +listType=map
+	// +listMapKey=kind
+	// +optional
+	WarmPool []WarmPool `json:"warmPool,omitempty"`
+
 	// MaxActiveTasks bounds the Project's Tasks that are not yet Succeeded, Failed or Cancelled;
 	// subtask_create past it is refused with 429 and nothing is created.
 	// +kubebuilder:default=50
@@ -221,6 +232,28 @@ type ProjectSpec struct {
 	// +optional
 	MaxActiveTasks int32 `json:"maxActiveTasks,omitempty"`
 }
+
+// WarmPool is the pool of ready agent pods of one Task kind.
+type WarmPool struct {
+	// Kind is the Task kind the pool's pods serve: their tool profile is the kind's.
+	Kind TaskKind `json:"kind"`
+
+	// Size is how many unclaimed pods the pool keeps; each counts against the namespace's quota
+	// like any pod. 0 keeps none.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=50
+	Size int32 `json:"size"`
+
+	// Repo is the repo (spec.repos[].name) the pool's pods clone, at its default branch, before
+	// they are claimed. A Task claims a pool pod only when it names this repo (or, with Repo
+	// empty, no repo) and asks for no other ref; any other Task of the kind starts a pod of its own.
+	// +kubebuilder:validation:MaxLength=100
+	// +optional
+	Repo string `json:"repo,omitempty"`
+}
+
+// MaxWarmPoolSize is the largest pool size the CRD accepts.
+const MaxWarmPoolSize = 50
 
 // DefaultMaxActiveTasks applies to a Project stored before the field had a default.
 const DefaultMaxActiveTasks = 50

@@ -220,6 +220,11 @@ type TaskAttempt struct {
 	// +optional
 	PodUID types.UID `json:"podUID,omitempty"`
 
+	// Warm is true when the attempt's pod came from the Project's warm pool: it was claimed, not
+	// created for the Task.
+	// +optional
+	Warm bool `json:"warm,omitempty"`
+
 	// StartedAt is when the attempt was recorded, just before its pod was created.
 	StartedAt metav1.Time `json:"startedAt"`
 

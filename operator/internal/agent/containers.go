@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"tatara.dev/cli/pkg/claim"
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 )
 
@@ -27,22 +28,28 @@ func containerSecurityContext() *corev1.SecurityContext {
 }
 
 // cliContainer is the cli native sidecar: `tatara mcp` serving the agent's tools, with the Task
-// token.
-func cliContainer(task *tatarav1.Task, project *tatarav1.Project, cfg Config, resources corev1.ResourceRequirements) corev1.Container {
+// token. In a pool pod it first waits for the claim, with the pod-bound token only it mounts.
+func cliContainer(t target, project *tatarav1.Project, cfg Config, resources corev1.ResourceRequirements) corev1.Container {
+	mounts := []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}}
+	if t.pool() {
+		mounts = append(mounts,
+			corev1.VolumeMount{Name: claimVolume, MountPath: claim.Dir},
+			corev1.VolumeMount{Name: claimTokenVolume, MountPath: claim.ServiceAccountTokenDir, ReadOnly: true})
+	}
 	return corev1.Container{
 		Name:          CLIContainer,
 		Image:         cfg.CLIImage,
 		Command:       []string{"tatara"},
 		Args:          cliArgs(cfg),
 		RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways),
-		Env:           Env(task, project, cfg),
+		Env:           env(t, project, cfg),
 		Ports:         []corev1.ContainerPort{{Name: "cli-metrics", ContainerPort: CLIMetricsPort, Protocol: corev1.ProtocolTCP}},
 		// No startup probe: the kubelet starts the containers after it at once, and the wrapper
 		// starts the agent only once the cli's MCP port accepts a connection (its --mcp-wait). A
 		// probe held the wrapper's start back by up to its 1 s period, plus the kubelet's relist.
 		SecurityContext: containerSecurityContext(),
 		Resources:       resources,
-		VolumeMounts:    []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}},
+		VolumeMounts:    mounts,
 	}
 }
 
@@ -61,8 +68,11 @@ func cliArgs(cfg Config) []string {
 // repo's credentials and a private scratch dir (git's HOME, the ssh key's copy); on failure it
 // writes the classified reason to its termination message, which the controller turns into the
 // Task's WorkspaceFailed condition.
-func workspaceInit(task *tatarav1.Task, project *tatarav1.Project, repo *tatarav1.ProjectRepo, image, wrapperBinary string) (corev1.Container, []corev1.Volume) {
-	ref := task.Spec.Ref
+//
+// A pool pod's clone names no Task: the wrapper sets the author and switches to the push branch
+// once a Task has claimed the pod.
+func workspaceInit(t target, project *tatarav1.Project, repo *tatarav1.ProjectRepo, image, wrapperBinary string) (corev1.Container, []corev1.Volume) {
+	ref := t.ref
 	if ref == "" {
 		ref = repo.DefaultBranch
 	}
@@ -81,8 +91,9 @@ func workspaceInit(task *tatarav1.Task, project *tatarav1.Project, repo *tatarav
 		fmt.Sprintf("--timeout=%ds", timeout),
 		"--dir=" + RepoDir(repo.Name),
 		"--scratch-dir=/tmp",
-		"--author-name=Tatara agent (" + task.Name + ")",
-		"--author-email=" + task.Name + "@" + project.Name + ".tasks.tatara.invalid",
+	}
+	if !t.pool() {
+		args = append(args, "--author-name="+AuthorName(t.task), "--author-email="+AuthorEmail(t.task))
 	}
 	mounts := []corev1.VolumeMount{
 		{Name: "workspace", MountPath: WorkspaceDir},
@@ -104,7 +115,10 @@ func workspaceInit(task *tatarav1.Task, project *tatarav1.Project, repo *tatarav
 		}}})
 	}
 	if repo.Push != nil {
-		args = append(args, "--push-url="+GitGatewayURL, "--branch="+PushBranch(task))
+		args = append(args, "--push-url="+GitGatewayURL)
+		if !t.pool() {
+			args = append(args, "--branch="+PushBranch(t.task))
+		}
 	}
 	return corev1.Container{
 		Name:                     WorkspaceInitContainer,
@@ -120,8 +134,16 @@ func workspaceInit(task *tatarav1.Task, project *tatarav1.Project, repo *tatarav
 
 // gitGateway is the native sidecar through which the agent pushes (`tatara git-gateway` from the
 // cli image): it alone mounts the push credential and forwards only ref updates under the Task's
-// branch to the repo's URL.
-func gitGateway(task *tatarav1.Task, repo *tatarav1.ProjectRepo, cfg Config) (corev1.Container, corev1.Volume) {
+// branch to the repo's URL. In a pool pod it reads the branch from the claim, and refuses every
+// request before it.
+func gitGateway(t target, repo *tatarav1.ProjectRepo, cfg Config) (corev1.Container, corev1.Volume) {
+	branch := "--claim-file=" + claim.File
+	mounts := []corev1.VolumeMount{{Name: "git-push", MountPath: PushCredentialsDir, ReadOnly: true}}
+	if t.pool() {
+		mounts = append(mounts, corev1.VolumeMount{Name: claimVolume, MountPath: claim.Dir, ReadOnly: true})
+	} else {
+		branch = "--branch-prefix=" + PushBranch(t.task)
+	}
 	return corev1.Container{
 			Name:    GitGatewayContainer,
 			Image:   cfg.CLIImage,
@@ -131,7 +153,7 @@ func gitGateway(task *tatarav1.Task, repo *tatarav1.ProjectRepo, cfg Config) (co
 				"--listen=" + GitGatewayListen,
 				"--upstream=" + repo.URL,
 				"--token-file=" + path.Join(PushCredentialsDir, "token"),
-				"--branch-prefix=" + PushBranch(task),
+				branch,
 				fmt.Sprintf("--metrics-addr=:%d", GitGatewayHealthPort),
 			},
 			RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways),
@@ -144,7 +166,7 @@ func gitGateway(task *tatarav1.Task, repo *tatarav1.ProjectRepo, cfg Config) (co
 				PeriodSeconds: 5,
 			},
 			SecurityContext: containerSecurityContext(),
-			VolumeMounts:    []corev1.VolumeMount{{Name: "git-push", MountPath: PushCredentialsDir, ReadOnly: true}},
+			VolumeMounts:    mounts,
 		}, corev1.Volume{Name: "git-push", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 			SecretName: repo.Push.SecretName, DefaultMode: ptr.To(int32(0o440)),
 		}}}

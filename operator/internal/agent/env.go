@@ -3,6 +3,7 @@ package agent
 import (
 	corev1 "k8s.io/api/core/v1"
 
+	"tatara.dev/cli/pkg/claim"
 	"tatara.dev/cli/pkg/profiles"
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 )
@@ -27,22 +28,37 @@ const OperatorCABundleEnv = "TATARA_OPERATOR_CA_BUNDLE"
 // pod). TATARA_TOKEN is a secretKeyRef to the Task's token Secret; the wrapper container, where
 // the agent runs, gets the same env without it and without the CA bundle.
 func Env(task *tatarav1.Task, project *tatarav1.Project, cfg Config) []corev1.EnvVar {
-	env := []corev1.EnvVar{
-		{Name: "TATARA_PROJECT", Value: project.Name},
-		{Name: "TATARA_TASK", Value: task.Name},
-		{Name: "TATARA_TASK_KIND", Value: string(task.Spec.Kind)},
-		{Name: "TATARA_OPERATOR_URL", Value: cfg.OperatorURL},
-		{Name: "TATARA_MEMORY_URL", Value: cfg.MemoryURL},
-		{Name: "TATARA_CHAT_URL", Value: cfg.ChatURL},
-		{Name: TokenEnv, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-			LocalObjectReference: corev1.LocalObjectReference{Name: SecretName(task.Name)},
+	return env(target{task: task, kind: task.Spec.Kind}, project, cfg)
+}
+
+// env is Env for a Task's pod or a pool pod. A pool pod has neither TATARA_TASK nor the token:
+// it gets TATARA_CLAIM_FILE, and the cli the path of the pod-bound token it claims with, in their
+// places (the cli receives the Task and its token with the claim).
+func env(t target, project *tatarav1.Project, cfg Config) []corev1.EnvVar {
+	env := []corev1.EnvVar{{Name: "TATARA_PROJECT", Value: project.Name}}
+	if !t.pool() {
+		env = append(env, corev1.EnvVar{Name: "TATARA_TASK", Value: t.task.Name})
+	}
+	env = append(env,
+		corev1.EnvVar{Name: "TATARA_TASK_KIND", Value: string(t.kind)},
+		corev1.EnvVar{Name: "TATARA_OPERATOR_URL", Value: cfg.OperatorURL},
+		corev1.EnvVar{Name: "TATARA_MEMORY_URL", Value: cfg.MemoryURL},
+		corev1.EnvVar{Name: "TATARA_CHAT_URL", Value: cfg.ChatURL},
+	)
+	if t.pool() {
+		env = append(env,
+			corev1.EnvVar{Name: claim.EnvFile, Value: claim.File},
+			corev1.EnvVar{Name: claim.EnvOperatorTokenFile, Value: claim.ServiceAccountTokenDir + "/" + claim.ServiceAccountTokenFile})
+	} else {
+		env = append(env, corev1.EnvVar{Name: TokenEnv, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: SecretName(t.task.Name)},
 			Key:                  TokenKey,
-		}}},
+		}}})
 	}
 	if cfg.OperatorCABundle != "" {
 		env = append(env, corev1.EnvVar{Name: OperatorCABundleEnv, Value: cfg.OperatorCABundle})
 	}
-	env = append(env, corev1.EnvVar{Name: "TATARA_TOOL_PROFILE", Value: ToolProfileForKind(task.Spec.Kind)})
+	env = append(env, corev1.EnvVar{Name: "TATARA_TOOL_PROFILE", Value: ToolProfileForKind(t.kind)})
 	return append(env, project.Spec.Agent.ExtraEnvs...)
 }
 
@@ -50,27 +66,29 @@ func Env(task *tatarav1.Task, project *tatarav1.Project, cfg Config) []corev1.En
 // inserted before the extras, so the extras stay last for the wrapper too. The agent runs
 // arbitrary code in the wrapper's container and can read the wrapper's /proc/<pid>/environ: the
 // token stays in the cli sidecar, which makes the agent's operator calls for it.
-func wrapperEnv(task *tatarav1.Task, project *tatarav1.Project, cfg Config) []corev1.EnvVar {
-	common := Env(task, project, cfg)
+func wrapperEnv(t target, project *tatarav1.Project, cfg Config) []corev1.EnvVar {
+	common := env(t, project, cfg)
 	n := len(common) - len(project.Spec.Agent.ExtraEnvs)
 	env := make([]corev1.EnvVar, 0, len(common)+5)
 	for _, e := range common[:n] {
-		if e.Name != TokenEnv && e.Name != OperatorCABundleEnv {
+		if e.Name != TokenEnv && e.Name != OperatorCABundleEnv && e.Name != claim.EnvOperatorTokenFile {
 			env = append(env, e)
 		}
 	}
 	if w := ScrapeWait(cfg.WrapperScrapeInterval); w > 0 {
 		env = append(env, corev1.EnvVar{Name: WrapperScrapeWaitEnv, Value: w.String()})
 	}
+	if !t.pool() {
+		env = append(env, corev1.EnvVar{Name: "TATARA_DIRECTIVE", Value: t.task.Spec.Directive})
+	}
 	env = append(env,
-		corev1.EnvVar{Name: "TATARA_DIRECTIVE", Value: task.Spec.Directive},
 		corev1.EnvVar{Name: "TATARA_AGENT_COMMAND", Value: AgentCommand(project)},
 		// The root filesystem is read-only; the agent keeps its config under a writable HOME.
 		corev1.EnvVar{Name: "HOME", Value: HomeDir},
 		corev1.EnvVar{Name: ToolSearchEnv, Value: string(ToolSearch(project))},
 	)
-	if repo := project.Repo(task.Spec.Repo); repo != nil && repo.Push != nil {
-		env = append(env, corev1.EnvVar{Name: PushBranchEnv, Value: PushBranch(task)})
+	if repo := project.Repo(t.repo); !t.pool() && repo != nil && repo.Push != nil {
+		env = append(env, corev1.EnvVar{Name: PushBranchEnv, Value: PushBranch(t.task)})
 	}
 	return append(env, common[n:]...)
 }

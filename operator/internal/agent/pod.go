@@ -104,12 +104,39 @@ type Config struct {
 // that image, so the agent has its own runtime (libc, shell, git, ...), and an init container
 // copies the static wrapper from the wrapper image into a shared emptyDir for it to run.
 func BuildPod(task *tatarav1.Task, project *tatarav1.Project, cfg Config) *corev1.Pod {
+	pod := buildPod(target{task: task, kind: task.Spec.Kind, repo: task.Spec.Repo, ref: task.Spec.Ref}, project, cfg)
+	pod.Name = PodName(task.Name)
+	pod.Labels = Labels(task)
+	pod.OwnerReferences = []metav1.OwnerReference{OwnerReference(task)}
+	pod.Spec.ActiveDeadlineSeconds = ptr.To(ActiveDeadlineSeconds(project))
+	return pod
+}
+
+// target is what a pod is built for: one Task (a cold pod), or, with task nil, a warm pool's
+// kind and repo (a pool pod, which learns its Task when one claims it).
+type target struct {
+	task *tatarav1.Task
+	kind tatarav1.TaskKind
+	// repo is the spec.repos[] name to clone ("" for none), at ref ("" for its default branch).
+	repo, ref string
+}
+
+func (t target) pool() bool { return t.task == nil }
+
+// buildPod is the pod of t without its name, labels, owner and deadline, which differ between a
+// Task's pod and a pool pod.
+func buildPod(t target, project *tatarav1.Project, cfg Config) *corev1.Pod {
 	res := cfg.Resources.withDefaults()
 	if !isEmpty(project.Spec.Agent.Resources) {
 		res.Agent = completed(project.Spec.Agent.Resources, DefaultResources().Agent)
 	}
 	volumes, mounts := scratchVolumes(StorageLimits(project))
 	main := mainContainer{image: cfg.WrapperImage, binary: WrapperImageBinary, mounts: mounts, workingDir: WorkspaceDir}
+	if t.pool() {
+		vols, claimMount := claimVolumes()
+		volumes = append(volumes, vols...)
+		main.mounts = append(main.mounts, claimMount)
+	}
 	var initContainers []corev1.Container
 	if project.Spec.Agent.Image != "" {
 		install, vol := main.runInAgentImage(project.Spec.Agent.Image, cfg.WrapperImage)
@@ -120,32 +147,26 @@ func BuildPod(task *tatarav1.Task, project *tatarav1.Project, cfg Config) *corev
 
 	// The workspace is cloned before the cli starts: a Task whose repo cannot be cloned fails
 	// without starting anything of the agent's.
-	repo := project.Repo(task.Spec.Repo)
+	repo := project.Repo(t.repo)
 	if repo != nil {
 		main.workingDir = RepoDir(repo.Name)
-		c, vols := workspaceInit(task, project, repo, main.image, main.binary)
+		c, vols := workspaceInit(t, project, repo, main.image, main.binary)
 		c.Resources = res.WorkspaceInit
 		initContainers = append(initContainers, c)
 		volumes = append(volumes, vols...)
 	}
-	initContainers = append(initContainers, cliContainer(task, project, cfg, res.CLI))
+	initContainers = append(initContainers, cliContainer(t, project, cfg, res.CLI))
 	if repo != nil && repo.Push != nil {
-		c, vol := gitGateway(task, repo, cfg)
+		c, vol := gitGateway(t, repo, cfg)
 		c.Resources = res.GitGateway
 		initContainers = append(initContainers, c)
 		volumes = append(volumes, vol)
 	}
 
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:            PodName(task.Name),
-			Namespace:       task.Namespace,
-			Labels:          Labels(task),
-			OwnerReferences: []metav1.OwnerReference{OwnerReference(task)},
-		},
+		ObjectMeta: metav1.ObjectMeta{Namespace: project.Namespace},
 		Spec: corev1.PodSpec{
 			RestartPolicy:                 corev1.RestartPolicyNever,
-			ActiveDeadlineSeconds:         ptr.To(ActiveDeadlineSeconds(project)),
 			TerminationGracePeriodSeconds: ptr.To(GracePeriodSeconds(cfg)),
 			ServiceAccountName:            project.Spec.Agent.ServiceAccountName,
 			RuntimeClassName:              runtimeClassName(project),
@@ -154,7 +175,7 @@ func BuildPod(task *tatarav1.Task, project *tatarav1.Project, cfg Config) *corev
 			EnableServiceLinks:           ptr.To(false),
 			SecurityContext:              podSecurityContext(),
 			InitContainers:               initContainers,
-			Containers:                   []corev1.Container{main.container(wrapperEnv(task, project, cfg), res.Agent)},
+			Containers:                   []corev1.Container{main.container(wrapperEnv(t, project, cfg), res.Agent)},
 			Volumes:                      volumes,
 		},
 	}

@@ -124,20 +124,30 @@ func (s *Server) taskOfToken(ctx context.Context, tok string, src netip.Addr) (*
 	if aerr := endedTask(&task); aerr != nil {
 		return nil, aerr
 	}
+	if _, aerr := s.mintedToken(ctx, &task); aerr != nil {
+		return nil, aerr
+	}
+	return &task, nil
+}
+
+// mintedToken is the token in the Task's Secret, if that Secret is the one the operator minted
+// for it: under the expected name, controlled by the Task (a Task deleted and recreated under the
+// same name must not inherit an old Secret), holding the token whose hash the status records.
+// Anything else is a 401.
+func (s *Server) mintedToken(ctx context.Context, task *tatarav1.Task) (string, *apiError) {
 	var sec corev1.Secret
 	if err := s.opts.Client.Get(ctx, types.NamespacedName{Namespace: task.Namespace, Name: agent.SecretName(task.Name)}, &sec); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, errorf(http.StatusUnauthorized, "invalid token")
+			return "", errorf(http.StatusUnauthorized, "invalid token")
 		}
-		return nil, errorf(http.StatusInternalServerError, "failed to get token secret of task %q: %v", task.Name, err)
+		return "", errorf(http.StatusInternalServerError, "failed to get token secret of task %q: %v", task.Name, err)
 	}
-	// The Secret is the Task's own (a Task deleted and recreated under the same name must not
-	// inherit an old Secret) and holds this very token.
+	tok := string(sec.Data[agent.TokenKey])
 	if owner := metav1.GetControllerOf(&sec); owner == nil || owner.UID != task.UID || owner.Kind != "Task" ||
-		!token.Matches(string(sec.Data[agent.TokenKey]), task.Status.TokenHash) {
-		return nil, errorf(http.StatusUnauthorized, "invalid token")
+		!token.Matches(tok, task.Status.TokenHash) {
+		return "", errorf(http.StatusUnauthorized, "invalid token")
 	}
-	return &task, nil
+	return tok, nil
 }
 
 // endedTask is the 401 of a token whose Task was cancelled or has finished; nil while it runs.

@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"tatara.dev/cli/pkg/claim"
 	"tatara.dev/cli/pkg/redact"
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 	"tatara.dev/operator/internal/metrics"
@@ -131,6 +132,8 @@ type Server struct {
 	sharedLocks  *leaseLock
 	// notes records task_note calls, a group commit per Task.
 	notes *noteCommitter
+	// podReviews keeps the API server's answers about pool pods' tokens (claim.go).
+	podReviews podReviews
 }
 
 // Serving is a readiness check: nil while the REST API accepts requests. An agent pod's calls go
@@ -222,6 +225,7 @@ func New(opts Options) *Server {
 		s.mux.Handle(rt.method+" "+rt.path, s.timed(rt.path, s.wrap(rt)))
 	}
 	s.mux.Handle(http.MethodPost+" "+TokenReviewPath, s.timed(TokenReviewPath, http.HandlerFunc(s.tokenReview)))
+	s.mux.Handle(http.MethodGet+" "+claim.OperatorPath, s.timed(claim.OperatorPath, http.HandlerFunc(s.podClaim)))
 	s.mux.Handle(http.MethodGet+" "+HealthzPath, s.timed(HealthzPath, http.HandlerFunc(healthz)))
 	s.mux.Handle(fallbackRoute, s.timed(fallbackRoute, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.count("unknown", http.StatusNotFound)

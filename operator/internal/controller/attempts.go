@@ -36,6 +36,14 @@ func (r *TaskReconciler) ensurePod(ctx context.Context, task *tatarav1.Task, pro
 		// A pod created by an operator that did not record attempts.
 		task.Status.Attempts = []tatarav1.TaskAttempt{{Number: 1, PodName: task.Status.PodName, StartedAt: task.CreationTimestamp}}
 	}
+	if cur := task.Status.CurrentAttempt(); cur != nil && cur.Warm {
+		name = cur.PodName
+		if !cur.Finished() && cur.PodUID == "" {
+			if err := r.checkClaimMade(ctx, task); err != nil {
+				return nil, err
+			}
+		}
+	}
 	pod, err := r.getPod(ctx, task, name, r.Client)
 	if err != nil {
 		return nil, err
@@ -119,8 +127,38 @@ func (r *TaskReconciler) ensurePod(ctx context.Context, task *tatarav1.Task, pro
 	}
 }
 
-// getPod reads the Task's pod through reader; nil when there is none. A pod of that name the Task
-// does not control (left over from a deleted Task of the same name, or planted) is deleted.
+// errClaimNotMade makes the controller start the Task again: its attempt named a pool pod that
+// it never claimed.
+var errClaimNotMade = errors.New("the recorded claim of a pool pod was never made; starting again")
+
+// checkClaimMade looks, live, at the pool pod the current attempt recorded without a uid: the
+// operator stopped, or the claim's write failed, between recording the attempt and seeing the
+// claim. A pod that another owner controls was never claimed (a claimed pod never changes hands):
+// the attempt is dropped and errClaimNotMade returned. A pod this Task controls is the attempt's;
+// a pod that is gone may have run, and the generic path below treats it as lost.
+func (r *TaskReconciler) checkClaimMade(ctx context.Context, task *tatarav1.Task) error {
+	cur := task.Status.CurrentAttempt()
+	var pod corev1.Pod
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: task.Namespace, Name: cur.PodName}, &pod)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("failed to get pool pod %q: %w", cur.PodName, err)
+	}
+	if ownedBy(&pod, task) {
+		return nil
+	}
+	task.Status.Attempts = task.Status.Attempts[:len(task.Status.Attempts)-1]
+	if task.Status.PodName == cur.PodName {
+		task.Status.PodName = ""
+	}
+	return errClaimNotMade
+}
+
+// getPod reads the Task's pod through reader; nil when there is none. A pod of the Task's own name
+// that the Task does not control (left over from a deleted Task of the same name, or planted) is
+// deleted; a warm attempt's pool pod it does not control is only not the Task's.
 func (r *TaskReconciler) getPod(ctx context.Context, task *tatarav1.Task, name string, reader client.Reader) (*corev1.Pod, error) {
 	var pod corev1.Pod
 	err := reader.Get(ctx, types.NamespacedName{Namespace: task.Namespace, Name: name}, &pod)
@@ -131,6 +169,11 @@ func (r *TaskReconciler) getPod(ctx context.Context, task *tatarav1.Task, name s
 		return nil, fmt.Errorf("failed to get pod %q: %w", name, err)
 	}
 	if !ownedBy(&pod, task) {
+		if name != agent.PodName(task.Name) {
+			// A warm attempt's pool pod that the reader does not show as claimed (yet): not the
+			// Task's to delete.
+			return nil, nil
+		}
 		return nil, r.deleteStale(ctx, &pod)
 	}
 	return &pod, nil
@@ -171,6 +214,11 @@ func (r *TaskReconciler) startAttempt(ctx context.Context, task *tatarav1.Task, 
 	cfg, ok, err := r.podConfig(ctx, task)
 	if err != nil || !ok {
 		return nil, err
+	}
+	if len(task.Status.Attempts) == 0 {
+		if pod, err := r.claimWarm(ctx, task, project, cfg, persist); err != nil || pod != nil {
+			return pod, err
+		}
 	}
 	desired := agent.BuildPod(task, project, cfg)
 

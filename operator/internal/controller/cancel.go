@@ -48,6 +48,23 @@ func (r *TaskReconciler) endFailedWithPod(ctx context.Context, task *tatarav1.Ta
 
 func (r *TaskReconciler) endWithPod(ctx context.Context, task *tatarav1.Task, phase tatarav1.TaskPhase, reason, msg string) error {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: task.Namespace, Name: agent.PodName(task.Name)}}
+	if cur := task.Status.CurrentAttempt(); cur != nil && cur.Warm {
+		// A pool pod goes only as the Task's own, that very pod: a claim that was never made
+		// leaves it to its pool (or to the Task that did claim it).
+		if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: task.Namespace, Name: cur.PodName}, pod); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("failed to get pod %q: %w", cur.PodName, err)
+		}
+		if pod.UID == "" || !ownedBy(pod, task) {
+			r.endTask(task, phase, reason, msg)
+			return nil
+		}
+		uid := pod.UID
+		if err := r.Delete(ctx, pod, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("failed to delete pod %q: %w", pod.Name, err)
+		}
+		r.endTask(task, phase, reason, msg)
+		return nil
+	}
 	if err := r.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("failed to delete pod %q: %w", pod.Name, err)
 	}

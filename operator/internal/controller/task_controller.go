@@ -68,7 +68,7 @@ type TaskReconciler struct {
 // +kubebuilder:rbac:groups=tatara.dev,resources=tasks/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=tatara.dev,resources=tasks/finalizers,verbs=update
 // +kubebuilder:rbac:groups=tatara.dev,resources=projects,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -173,7 +173,7 @@ func (r *TaskReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res c
 		return nil
 	}
 	pod, err := r.ensurePod(ctx, &task, &project, persist)
-	if apierrors.IsConflict(err) || errors.Is(err, errStaleCache) {
+	if apierrors.IsConflict(err) || errors.Is(err, errStaleCache) || errors.Is(err, errClaimNotMade) {
 		return ctrl.Result{RequeueAfter: conflictRequeue}, nil
 	}
 	if err != nil || pod == nil {
@@ -287,15 +287,11 @@ func (r *TaskReconciler) deleteSecret(ctx context.Context, task *tatarav1.Task) 
 	return nil
 }
 
-// runtimeConfig reads one runtime ConfigMap: its image, and the resources of its containers into
-// res. A missing ConfigMap, a missing image or malformed resources return a reason for the
-// Task's condition (the ConfigMap watch requeues the Task when it changes); other errors none.
-func (r *TaskReconciler) runtimeConfig(ctx context.Context, name string, res *agent.Resources, scrapeInterval *time.Duration) (string, string, error) {
-	return readRuntimeConfig(ctx, r.Client, r.Config.RuntimeNamespace, name, res, scrapeInterval)
-}
-
-// readRuntimeConfig is runtimeConfig for any reader: the Task and Project reconcilers share it, so
-// a Project is Ready exactly when its Tasks would find the runtime ConfigMaps usable.
+// readRuntimeConfig reads one runtime ConfigMap: its image, and the resources of its containers into
+// res. A missing ConfigMap, a missing image or malformed resources return a reason for the Task's
+// or Project's condition (the ConfigMap watch requeues them when it changes); other errors none.
+// The Task, Project and pool reconcilers share it, so a Project is Ready exactly when its Tasks
+// would find the runtime ConfigMaps usable.
 func readRuntimeConfig(ctx context.Context, c client.Reader, namespace, name string, res *agent.Resources, scrapeInterval *time.Duration) (string, string, error) {
 	var cm corev1.ConfigMap
 	key := types.NamespacedName{Namespace: namespace, Name: name}
@@ -325,26 +321,36 @@ func readRuntimeConfig(ctx context.Context, c client.Reader, namespace, name str
 // podConfig is the pod builder's input: the operator's URLs and the runtime ConfigMaps' images
 // and container resources. ok false means the Task waits for a ConfigMap (its condition says which).
 func (r *TaskReconciler) podConfig(ctx context.Context, task *tatarav1.Task) (agent.Config, bool, error) {
-	cfg := agent.Config{OperatorURL: r.Config.OperatorURL, MemoryURL: r.Config.MemoryURL, ChatURL: r.Config.ChatURL}
-	if r.Config.OperatorCABundle != nil {
-		cfg.OperatorCABundle = r.Config.OperatorCABundle()
+	cfg, reason, err := agentConfig(ctx, r.Client, r.Config)
+	if err != nil && reason == "" {
+		return cfg, false, err
+	}
+	if err != nil {
+		r.setReady(task, metav1.ConditionFalse, reason, err.Error())
+		return cfg, false, nil // the ConfigMap watch requeues this Task
+	}
+	return cfg, true, nil
+}
+
+// agentConfig reads the pod builder's input for a Task's pod or a pool pod. An error with a
+// reason is a runtime ConfigMap that is missing or invalid (the reason is a Ready condition's).
+func agentConfig(ctx context.Context, c client.Reader, conf Config) (agent.Config, string, error) {
+	cfg := agent.Config{OperatorURL: conf.OperatorURL, MemoryURL: conf.MemoryURL, ChatURL: conf.ChatURL}
+	if conf.OperatorCABundle != nil {
+		cfg.OperatorCABundle = conf.OperatorCABundle()
 	}
 	for _, rc := range []struct {
 		cm     string
 		dst    *string
 		scrape *time.Duration
 	}{{CLIRuntimeConfigMap, &cfg.CLIImage, &cfg.CLIScrapeInterval}, {WrapperRuntimeConfigMap, &cfg.WrapperImage, &cfg.WrapperScrapeInterval}} {
-		img, reason, err := r.runtimeConfig(ctx, rc.cm, &cfg.Resources, rc.scrape)
-		if err != nil && reason == "" {
-			return cfg, false, err
-		}
+		img, reason, err := readRuntimeConfig(ctx, c, conf.RuntimeNamespace, rc.cm, &cfg.Resources, rc.scrape)
 		if err != nil {
-			r.setReady(task, metav1.ConditionFalse, reason, err.Error())
-			return cfg, false, nil // the ConfigMap watch requeues this Task
+			return cfg, reason, err
 		}
 		*rc.dst = img
 	}
-	return cfg, true, nil
+	return cfg, "", nil
 }
 
 func (r *TaskReconciler) event(task *tatarav1.Task, reason, action, note string) {

@@ -34,9 +34,25 @@ type Metrics struct {
 	TaskReconciles *prometheus.CounterVec
 	// IntentsRecorded counts intents by tool and result (recorded, replaced, idempotent, conflict).
 	IntentsRecorded *prometheus.CounterVec
+	// WarmPoolPods counts each warm pool's unclaimed pods by state: ready (claimable now),
+	// starting, or failed; set by the pool controller.
+	WarmPoolPods *prometheus.GaugeVec
+	// WarmPoolClaims counts Tasks of a kind with a warm pool by how they started: claimed (a pool
+	// pod), or a cold start because the pool had no ready pod (empty) or another Task took the
+	// chosen one first (lost_race).
+	WarmPoolClaims *prometheus.CounterVec
+	// WarmPoolClaimDelivery observes the time from a claim to the claimed pod's cli receiving it.
+	WarmPoolClaimDelivery prometheus.Histogram
 	// BuildInfo is always 1; its labels identify the running build.
 	BuildInfo prometheus.Gauge
 }
+
+// Results of WarmPoolClaims.
+const (
+	ClaimClaimed  = "claimed"
+	ClaimEmpty    = "empty"
+	ClaimLostRace = "lost_race"
+)
 
 // NewMetrics creates the metrics and registers them on reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
@@ -58,6 +74,19 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "tatara_operator_token_secrets_created_total",
 			Help: "Per-Task token Secrets created by this operator process.",
 		}),
+		WarmPoolPods: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "tatara_operator_warm_pool_pods",
+			Help: "Unclaimed pods of each warm pool, by state (ready: claimable now; starting; failed: kept a minute for its logs, while the pool creates no pod).",
+		}, []string{"namespace", "project", "kind", "state"}),
+		WarmPoolClaims: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tatara_operator_warm_pool_claims_total",
+			Help: "Tasks of a kind with a warm pool, by result: claimed, or a cold start because the pool was empty or the chosen pod was taken first (lost_race).",
+		}, []string{"kind", "result"}),
+		WarmPoolClaimDelivery: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "tatara_operator_warm_pool_claim_delivery_seconds",
+			Help:    "Seconds from a Task's claim of a pool pod to the pod's cli receiving the claim.",
+			Buckets: []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10},
+		}),
 		TaskReconciles: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tatara_operator_task_reconciles_total",
 			Help: "Task reconciles by result (ok, error).",
@@ -75,5 +104,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 
 // Collectors returns every metric, e.g. to unregister them from a shared registry.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.APIRequests, m.HTTPRequestDuration, m.AgentPodsCreated, m.TokenSecretsCreated, m.TaskReconciles, m.IntentsRecorded, m.BuildInfo}
+	return []prometheus.Collector{m.APIRequests, m.HTTPRequestDuration, m.AgentPodsCreated, m.TokenSecretsCreated, m.TaskReconciles, m.IntentsRecorded,
+		m.WarmPoolPods, m.WarmPoolClaims, m.WarmPoolClaimDelivery, m.BuildInfo}
 }
