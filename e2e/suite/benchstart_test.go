@@ -28,8 +28,8 @@ import (
 )
 
 // TestBenchAgentStart is `make bench-start`: N implement Tasks (TATARA_BENCH_START_TASKS, default
-// 20), one at a time on the otherwise idle node, each measured from when it was sent to its agent's
-// first MCP request. Before each, a plain pod (the node's pause image) is measured from create to
+// 20) started cold, then N started warm from the Project's pool of one implement pod, one at a time
+// on the otherwise idle node, each measured from when it was sent to its agent's first MCP request. Before each, a plain pod (the node's pause image) is measured from create to
 // Running, so the figure that matters is the ratio of the two, taken in the same run: these
 // machines are shared and noisy. It asserts no time; it fails only when a start fails.
 func TestBenchAgentStart(t *testing.T) {
@@ -47,39 +47,62 @@ func TestBenchAgentStart(t *testing.T) {
 			return ctx
 		}).
 		Assess("cold starts against a plain pod's", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			r, cs := clients(t, cfg)
-			pause := pauseImage(ctx, t, cs)
-			var plain, agents []time.Duration
-			phases := map[string][]time.Duration{}
-			var order []string
-			for i := range n {
-				plain = append(plain, plainPodStart(ctx, t, r, pause, fmt.Sprintf("bench-plain-%d", i)))
-				task := newTask(fmt.Sprintf("bench-start-%d", i), project.Name, tatarav1.KindImplement, modelScript(fmt.Sprintf("bench-start-%d", i), "say done"))
-				total, steps := agentStart(ctx, t, r, cs, task)
-				agents = append(agents, total)
-				for _, s := range steps {
-					if _, seen := phases[s.name]; !seen {
-						order = append(order, s.name)
-					}
-					phases[s.name] = append(phases[s.name], s.took)
-				}
-				t.Logf("start %2d: plain pod %5.2fs, agent %5.2fs", i+1, plain[i].Seconds(), total.Seconds())
+			benchStarts(ctx, t, cfg, project, "cold", n, func(int) {})
+			return ctx
+		}).
+		Assess("warm starts against a plain pod's", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			r, _ := clients(t, cfg)
+			var p tatarav1.Project
+			if err := r.Get(ctx, project.Name, project.Namespace, &p); err != nil {
+				t.Fatal(err)
 			}
-			logf("agent start bench: %d implement Tasks one at a time, each after a plain pod (pause image), same node, same run", n)
-			logf("  %-26s %8s %8s", "", "p50", "p95")
-			row := func(name string, d []time.Duration) {
-				logf("  %-26s %7.2fs %7.2fs", name, percentile(d, 50).Seconds(), percentile(d, 95).Seconds())
+			withWarmPool(tatarav1.KindImplement, 1)(&p)
+			if err := r.Update(ctx, &p); err != nil {
+				t.Fatal(err)
 			}
-			row("plain pod create→Running", plain)
-			row("Task→first MCP request", agents)
-			for _, name := range order {
-				row("  "+name, phases[name])
-			}
-			logf("  ratio agent/plain: p50 %.1f, p95 %.1f", ratio(agents, plain, 50), ratio(agents, plain, 95))
+			// Each Task finds the pool's pod ready: what is measured is the claim, not the refill.
+			benchStarts(ctx, t, cfg, project, "warm", n, func(int) { claimablePoolPod(ctx, t, r, project.Name) })
 			return ctx
 		}).
 		Teardown(deleting(&project)).Feature()
 	testenv.Test(t, f)
+}
+
+// benchStarts measures n implement Tasks of project one at a time, each after a plain pod, and
+// prints p50/p95 of each and of every phase, and their ratio. before runs before each Task's plain
+// pod.
+func benchStarts(ctx context.Context, t *testing.T, cfg *envconf.Config, project *tatarav1.Project, mode string, n int, before func(int)) {
+	t.Helper()
+	r, cs := clients(t, cfg)
+	pause := pauseImage(ctx, t, cs)
+	var plain, agents []time.Duration
+	phases := map[string][]time.Duration{}
+	var order []string
+	for i := range n {
+		before(i)
+		plain = append(plain, plainPodStart(ctx, t, r, pause, fmt.Sprintf("bench-plain-%s-%d", mode, i)))
+		name := fmt.Sprintf("bench-%s-%d", mode, i)
+		total, steps := agentStart(ctx, t, r, cs, newTask(name, project.Name, tatarav1.KindImplement, modelScript(name, "say done")))
+		agents = append(agents, total)
+		for _, s := range steps {
+			if _, seen := phases[s.name]; !seen {
+				order = append(order, s.name)
+			}
+			phases[s.name] = append(phases[s.name], s.took)
+		}
+		t.Logf("%s start %2d: plain pod %5.2fs, agent %5.2fs", mode, i+1, plain[i].Seconds(), total.Seconds())
+	}
+	logf("agent start bench, %s: %d implement Tasks one at a time, each after a plain pod (pause image), same node, same run", mode, n)
+	logf("  %-26s %8s %8s", "", "p50", "p95")
+	row := func(name string, d []time.Duration) {
+		logf("  %-26s %7.2fs %7.2fs", name, percentile(d, 50).Seconds(), percentile(d, 95).Seconds())
+	}
+	row("plain pod create→Running", plain)
+	row("Task→first MCP request", agents)
+	for _, name := range order {
+		row("  "+name, phases[name])
+	}
+	logf("  ratio agent/plain: p50 %.1f, p95 %.1f", ratio(agents, plain, 50), ratio(agents, plain, 95))
 }
 
 // benchPhase is one phase of an agent's start and how long it took after the one before.

@@ -28,7 +28,7 @@ type startupPhase struct {
 // startupPhases returns when each step of task's start ended, in order: the pod exists, is
 // scheduled, its init containers are done (wrapper-install, workspace-init, and the cli and
 // git-gateway sidecars started), the cli serves MCP, the wrapper started the agent, and the agent's
-// first MCP request reached the cli. API timestamps have a resolution of one second; the cli's and
+// first MCP request reached the cli. A warm pool pod's start begins with the claim reaching its cli. API timestamps have a resolution of one second; the cli's and
 // the wrapper's log timestamps are exact. A step whose time is missing is an error: every started
 // agent passes every one.
 func startupPhases(ctx context.Context, cs *kubernetes.Clientset, task *tatarav1.Task, pod *corev1.Pod) ([]startupPhase, error) {
@@ -76,17 +76,26 @@ func startupPhases(ctx context.Context, cs *kubernetes.Clientset, task *tatarav1
 		}
 		return first, nil
 	}
-	phases := []startupPhase{{"pod created", pod.CreationTimestamp.Time}}
-	for _, step := range []struct {
+	type step struct {
 		name string
 		at   func() (time.Time, error)
-	}{
+	}
+	phases := []startupPhase{{"pod created", pod.CreationTimestamp.Time}}
+	steps := []step{
 		{"scheduled", func() (time.Time, error) { return condition(corev1.PodScheduled) }},
 		{"init containers done", initDone},
-		{"cli serving MCP", func() (time.Time, error) { return logged("cli", "mcp server started") }},
-		{"agent started", func() (time.Time, error) { return logged("wrapper", "agent started") }},
-		{"first MCP request", func() (time.Time, error) { return logged("cli", "first mcp request") }},
-	} {
+	}
+	if pod.Labels[poolLabel] != "" {
+		// A warm start: the pod ran before the Task existed; its start is the claim's delivery.
+		phases = nil
+		steps = []step{{"claim reached the cli", func() (time.Time, error) { return logged("cli", "pod claimed") }}}
+	}
+	steps = append(steps,
+		step{"cli serving MCP", func() (time.Time, error) { return logged("cli", "mcp server started") }},
+		step{"agent started", func() (time.Time, error) { return logged("wrapper", "agent started") }},
+		step{"first MCP request", func() (time.Time, error) { return logged("cli", "first mcp request") }},
+	)
+	for _, step := range steps {
 		at, err := step.at()
 		if err != nil {
 			return nil, fmt.Errorf("task %s, phase %q: %w", task.Name, step.name, err)

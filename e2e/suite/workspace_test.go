@@ -267,14 +267,19 @@ func checkNoCredentialInAgentContainer(ctx context.Context, t *testing.T, r *res
 cat /proc/self/mountinfo
 ls -la /var/run/tatara 2>&1
 git -C /workspace/` + demoRepo + ` config --list --show-origin
-find /workspace /home/agent /tmp /opt/tatara -type f -size -4M -print0 2>/dev/null | xargs -0 cat 2>/dev/null
+find /workspace /home/agent /tmp /opt/tatara /var/run/tatara -type f -size -4M -print0 2>/dev/null | xargs -0 cat 2>/dev/null
 true`
 	var stdout, stderr bytes.Buffer
 	if err := r.ExecInPod(ctx, pod.Namespace, pod.Name, "wrapper", []string{"sh", "-c", script}, &stdout, &stderr); err != nil {
 		t.Fatalf("exec in the agent container: %v %s", err, stderr.String())
 	}
 	dump := stdout.String()
-	for _, marker := range []string{"TATARA_PUSH_BRANCH=tatara/", agentsLine, "remote.origin.url=http://127.0.0.1:7778/", "/workspace"} {
+	// The push branch is in the wrapper's env; a pool pod's wrapper read it from the claim.
+	branchMarker := "TATARA_PUSH_BRANCH=tatara/"
+	if pod.Labels[poolLabel] != "" {
+		branchMarker = `"pushBranch":"tatara/`
+	}
+	for _, marker := range []string{branchMarker, agentsLine, "remote.origin.url=http://127.0.0.1:7778/", "/workspace"} {
 		if !strings.Contains(dump, marker) {
 			t.Fatalf("the agent container's dump lacks %q: it did not read what the agent can read (%d bytes)", marker, len(dump))
 		}
