@@ -39,6 +39,8 @@ const (
 // claiming Task in a pool pod.
 type taskIdentity struct {
 	project, task, token string
+	// claimedAt is when the Task claimed this pool pod; zero in a Task's own pod.
+	claimedAt time.Time
 }
 
 // claimWait is a pool pod's wait for its Task: it asks the operator until a Task has claimed the

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -208,7 +209,9 @@ func answerJSON(t *testing.T, a claim.Answer) string {
 func TestMCPInAPoolPodServesTheClaimingTask(t *testing.T) {
 	assignment := claim.Assignment{Project: "proj", Task: "claimed-task", Kind: "implement", Directive: "fix the bug",
 		RepoDir: "/workspace/demo", PushBranch: "tatara/claimed-task-1a2b3c4d", AuthorName: "Tatara Agent", AuthorEmail: "agent@tatara.dev"}
-	claimed := claimStep{status: http.StatusOK, body: answerJSON(t, claim.Answer{Assignment: assignment, Token: claimedToken})}
+	// Claimed an hour ago by the operator's clock: the first MCP request's histogram measures from it.
+	claimed := claimStep{status: http.StatusOK, body: answerJSON(t, claim.Answer{Assignment: assignment, Token: claimedToken,
+		ClaimedAt: time.Now().Add(-time.Hour)})}
 	tests := []struct {
 		name    string
 		steps   []claimStep
@@ -296,6 +299,17 @@ func TestMCPInAPoolPodServesTheClaimingTask(t *testing.T) {
 			_, _, _, _, taskAuth := op.snapshot()
 			if want := "/api/v1/tasks/claimed-task Bearer " + claimedToken + " proj"; len(taskAuth) != 1 || taskAuth[0] != want {
 				t.Errorf("the operator's task endpoint saw %q, want [%q]", taskAuth, want)
+			}
+
+			// The agent's first request was observed once, measured from the claim.
+			const metric = "tatara_mcp_claim_to_first_request_seconds"
+			if got := testutil.ScrapeLines(t, "http://"+p.metrics+"/metrics", metric+"_count"); len(got) != 1 || got[0] != metric+"_count 1" {
+				t.Errorf("%s_count lines %q, want one observation", metric, got)
+			}
+			for _, l := range testutil.ScrapeLines(t, "http://"+p.metrics+"/metrics", metric+"_sum ") {
+				if sum, err := strconv.ParseFloat(strings.TrimPrefix(l, metric+"_sum "), 64); err != nil || sum < 3600 || sum > 3700 {
+					t.Errorf("%s, want the hour since the claim", l)
+				}
 			}
 
 			// Still metrics, still a clean stop; no token in the log.

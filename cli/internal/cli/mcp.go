@@ -129,7 +129,7 @@ func runMCP(ctx context.Context, o mcpOptions, logOut io.Writer, stdin io.Reader
 		if err != nil {
 			return err
 		}
-		id = taskIdentity{project: a.Project, task: a.Task, token: a.Token}
+		id = taskIdentity{project: a.Project, task: a.Task, token: a.Token, claimedAt: a.ClaimedAt}
 		log = newLogger(logOut, a.Token)
 	}
 	srv := newTaskMCPServer(o, id, operatorURL, operatorHTTP, log, metrics)
@@ -214,6 +214,7 @@ func newTaskMCPServer(o mcpOptions, id taskIdentity, operatorURL string, operato
 		Version:     buildinfo.Version,
 		Logger:      log,
 		Metrics:     metrics,
+		ClaimedAt:   id.claimedAt,
 	})
 }
 

@@ -42,6 +42,9 @@ type Config struct {
 	Version     string
 	Logger      *slog.Logger
 	Metrics     *obs.Metrics
+	// ClaimedAt is when a Task claimed this warm pool pod (zero otherwise): the first MCP request
+	// observes the time since in tatara_mcp_claim_to_first_request_seconds.
+	ClaimedAt time.Time
 }
 
 // Server is a configured MCP server.
@@ -123,7 +126,12 @@ func New(cfg Config) *Server {
 func (s *Server) firstRequestHooks() *server.Hooks {
 	hooks := &server.Hooks{}
 	hooks.AddOnRequestInitialization(func(context.Context, any, any) error {
-		s.firstRequest.Do(func() { s.cfg.Logger.Info("first mcp request") })
+		s.firstRequest.Do(func() {
+			s.cfg.Logger.Info("first mcp request")
+			if !s.cfg.ClaimedAt.IsZero() && s.cfg.Metrics != nil {
+				s.cfg.Metrics.ClaimToFirstRequest.Observe(max(time.Since(s.cfg.ClaimedAt), 0).Seconds())
+			}
+		})
 		return nil
 	})
 	return hooks

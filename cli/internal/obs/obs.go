@@ -45,7 +45,14 @@ type Metrics struct {
 	// ToolCallDuration observes every tools/call with the same labels as ToolCalls.
 	ToolCallDuration *prometheus.HistogramVec
 	BuildInfo        prometheus.Gauge
+	// ClaimToFirstRequest observes, in a warm pool pod, the time from the Task's claim (the
+	// operator's clock) to the agent's first MCP request: a warm start as the agent sees it.
+	ClaimToFirstRequest prometheus.Histogram
 }
+
+// ClaimToFirstRequestBuckets are the upper bounds, in seconds, of
+// tatara_mcp_claim_to_first_request_seconds: a warm start's goal is under 1 s, a cold one's 3 s.
+var ClaimToFirstRequestBuckets = []float64{0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10, 30}
 
 // NewMetrics creates the metrics and registers them on reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
@@ -70,7 +77,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		// One definition for the three components (docs/architecture.md, "Observability contract").
 		BuildInfo: buildinfo.NewGauge("tatara_mcp_build_info", "cli"),
 	}
-	reg.MustRegister(m.RegisteredTools, m.InternalIssues, m.ToolCalls, m.ToolCallDuration, m.BuildInfo)
+	m.ClaimToFirstRequest = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "tatara_mcp_claim_to_first_request_seconds",
+		Help:    "In a warm pool pod: seconds from the Task's claim to the agent's first MCP request.",
+		Buckets: ClaimToFirstRequestBuckets,
+	})
+	reg.MustRegister(m.RegisteredTools, m.InternalIssues, m.ToolCalls, m.ToolCallDuration, m.BuildInfo, m.ClaimToFirstRequest)
 	// Every category/severity series exists from the start at 0: a scrape before the first
 	// report gives increase() the 0 it needs (the alerts also count a series first seen above 0,
 	// for a report made before the pod's first scrape).

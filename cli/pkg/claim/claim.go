@@ -70,7 +70,13 @@ type Assignment struct {
 type Answer struct {
 	Assignment
 	Token string `json:"token"`
+	// ClaimedAt is when the Task claimed the pod (the operator's clock), so the pod can tell how
+	// long its start took from there.
+	ClaimedAt time.Time `json:"claimedAt,omitzero"`
 }
+
+// AnnotationClaimedAt records on a claimed pod when its claim was made (RFC 3339, nanoseconds).
+const AnnotationClaimedAt = "tatara.dev/claimed-at"
 
 // Validate names the first field a usable Assignment lacks.
 func (a Assignment) Validate() error {

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -99,14 +100,19 @@ func Claimable(pod *corev1.Pod) bool {
 }
 
 // ClaimPoolPod turns pool pod into task's pod: the Task becomes its only controller and owner
-// (the pod goes when the Task does, never back to the pool), it gets the Task's labels, and its
-// active deadline becomes the Project's, counted from now. The caller patches it with an
+// (the pod goes when the Task does, never back to the pool), it gets the Task's labels and the
+// claim's time (claim.AnnotationClaimedAt), and its active deadline becomes the Project's, counted
+// from now. The caller patches it with an
 // optimistic lock, so two Tasks never claim one pod.
 func ClaimPoolPod(pod *corev1.Pod, task *tatarav1.Task, project *tatarav1.Project, now metav1.Time) {
 	for k, v := range Labels(task) {
 		pod.Labels[k] = v
 	}
 	pod.OwnerReferences = []metav1.OwnerReference{OwnerReference(task)}
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[claim.AnnotationClaimedAt] = now.UTC().Format(time.RFC3339Nano)
 	deadline := ActiveDeadlineSeconds(project)
 	if pod.Status.StartTime != nil {
 		deadline += int64(now.Sub(pod.Status.StartTime.Time).Seconds()) + 1

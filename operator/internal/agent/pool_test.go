@@ -187,6 +187,9 @@ func TestClaimPoolPod(t *testing.T) {
 	if pod.Labels[LabelPool] != string(tatarav1.KindImplement) {
 		t.Errorf("the claimed pod lost its pool label")
 	}
+	if at, err := time.Parse(time.RFC3339Nano, pod.Annotations[claim.AnnotationClaimedAt]); err != nil || !at.Equal(now.Time) {
+		t.Errorf("claimed-at annotation %q (%v), want the claim's time %s", pod.Annotations[claim.AnnotationClaimedAt], err, now.Time)
+	}
 	idle := int64(now.Sub(pod.Status.StartTime.Time).Seconds())
 	if got, want := ptr.Deref(pod.Spec.ActiveDeadlineSeconds, 0), ActiveDeadlineSeconds(project)+idle; got < want || got > want+2 {
 		t.Errorf("activeDeadlineSeconds = %d, want the Project's %d plus the %d s the pod waited", got, ActiveDeadlineSeconds(project), idle)

@@ -230,5 +230,9 @@ func (s *Server) claimOf(ctx context.Context, pp poolPod) (*claim.Answer, time.T
 		}
 		return nil, time.Time{}, aerr
 	}
-	return &claim.Answer{Assignment: agent.Assignment(&task, &project), Token: tok}, cur.StartedAt.Time, nil
+	claimedAt := cur.StartedAt.Time
+	if at, err := time.Parse(time.RFC3339Nano, pod.Annotations[claim.AnnotationClaimedAt]); err == nil {
+		claimedAt = at // to the nanosecond; the attempt's start has whole seconds
+	}
+	return &claim.Answer{Assignment: agent.Assignment(&task, &project), Token: tok, ClaimedAt: claimedAt}, claimedAt, nil
 }

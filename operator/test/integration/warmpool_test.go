@@ -254,6 +254,9 @@ func TestWarmPoolClaims(t *testing.T) {
 		if r.answer.Token != token(t, ns, owner) {
 			t.Fatal("the claim's token is not the Task's")
 		}
+		if r.answer.ClaimedAt.Before(first.CreationTimestamp.Time) || r.answer.ClaimedAt.After(time.Now()) {
+			t.Errorf("claimedAt %s: want between the pool pod's creation %s and now", r.answer.ClaimedAt, first.CreationTimestamp)
+		}
 		if want := agent.RepoDir("operator"); r.answer.RepoDir != want || r.answer.Directive == "" {
 			t.Fatalf("claim assignment %+v, want repo dir %s and the directive", r.answer.Assignment, want)
 		}
