@@ -209,7 +209,7 @@ comma := ,
 
 # TATARA_BENCH_START_TASKS=5 make bench-start; with E2E_KEEP_CLUSTER=1 it reuses a kept cluster.
 .PHONY: bench-start
-bench-start: ## Agent start on kind: p50/p95 from Task to first MCP request over 20 Tasks, as a ratio to a plain pod's start.
+bench-start: ## Agent start on kind: p50/p95 from Task to first MCP request over 20 cold and 20 warm (pool) Tasks, as a ratio to a plain pod's start.
 	@$(MAKE) -s e2e E2E_TAGS=benchstart E2E_RUN='^TestBenchAgentStart$$'
 
 ##@ Tools (pinned in hack/versions.env, cached under $(TATARA_CACHE))
