@@ -100,6 +100,7 @@ func (o *claimOperator) serve(w http.ResponseWriter, r *http.Request) {
 	step := o.steps[min(o.requests, len(o.steps)-1)]
 	o.requests++
 	o.rotate(o.requests)
+	before := o.before
 	o.mu.Unlock()
 	switch {
 	case step.hold:
@@ -115,8 +116,8 @@ func (o *claimOperator) serve(w http.ResponseWriter, r *http.Request) {
 			_ = conn.Close()
 		}
 		return
-	case step.status == http.StatusOK && o.before != nil:
-		o.before()
+	case step.status == http.StatusOK && before != nil:
+		before()
 	}
 	if step.body != "" {
 		w.Header().Set("Content-Type", "application/json")
@@ -226,11 +227,13 @@ func TestMCPInAPoolPodServesTheClaimingTask(t *testing.T) {
 			op := newClaimOperator(t, tt.steps...)
 			p := newPoolMCP(t)
 			var acceptedEarly, writtenEarly atomic.Bool
+			op.mu.Lock() // the handler reads it (and p's fields) under the same lock
 			op.before = func() {
 				acceptedEarly.Store(p.accepts())
 				_, err := os.Stat(p.claimFile)
 				writtenEarly.Store(err == nil)
 			}
+			op.mu.Unlock()
 			p.start(t, op, "implement")
 
 			// Once it serves MCP, the assignment is written. (It waits for the log line, not for the
