@@ -227,3 +227,54 @@ load 30s
 		t.Errorf("Prometheus panels with data: %v, want exactly %v", slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(wantByPanel)))
 	}
 }
+
+// TestWarmPoolAlerts evaluates the operator chart's warm pool alerts, with Prometheus's own rule
+// code and PromQL engine, every 30 s over the gauge's history, as the rule manager does: their
+// `for` (10 m) is part of what is tested.
+func TestWarmPoolAlerts(t *testing.T) {
+	pool := func(state, samples string) string {
+		return fmt.Sprintf("  tatara_operator_warm_pool_pods{namespace=\"tatara-agents\",project=\"demo\",kind=\"implement\",state=%q} %s\n", state, samples)
+	}
+	cases := []struct {
+		name, series string
+		at           time.Duration
+		firing       []string
+	}{
+		{"pods that never become ready", pool("ready", "0x40") + pool("starting", "1x40"), 15 * time.Minute, []string{"TataraWarmPoolEmpty"}},
+		{"the same, before the alert's 10 minutes", pool("ready", "0x40"), 9 * time.Minute, nil},
+		{"a new pool whose pod is ready after a minute", pool("ready", "0x2 1x40"), 15 * time.Minute, nil},
+		{"drained by a burst for 5 minutes, then refilled", pool("ready", "1x10 0x10 1x20"), 15 * time.Minute, nil},
+		{"every new pod fails", pool("failed", "1x40") + pool("ready", "0x40"), 15 * time.Minute, []string{"TataraWarmPoolEmpty", "TataraWarmPoolPodsFailing"}},
+		{"one pod failed once", pool("failed", "0x5 1x2 0x30") + pool("ready", "1x5 0x2 1x30"), 15 * time.Minute, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			storage := promqltest.LoadedStorage(t, "load 30s\n"+c.series)
+			t.Cleanup(func() { _ = storage.Close() })
+			engine := promqltest.NewTestEngineWithOpts(t, promql.EngineOpts{MaxSamples: 1e6, Timeout: time.Minute})
+			var firing []string
+			for _, alert := range []string{"TataraWarmPoolEmpty", "TataraWarmPoolPodsFailing"} {
+				rule := alertRule(t, "tatara-operator", alert)
+				for at := time.Duration(0); at <= c.at; at += 30 * time.Second {
+					if _, err := rule.Eval(context.Background(), 0, time.Unix(0, 0).Add(at), promrules.EngineQueryFunc(engine, storage), &url.URL{}, 0); err != nil {
+						t.Fatalf("rule %s fails to evaluate: %v", alert, err)
+					}
+				}
+				for _, a := range rule.ActiveAlerts() {
+					if a.State != promrules.StateFiring {
+						continue
+					}
+					want := labels.FromStrings("alertname", alert, "component", "tatara-operator", "kind", "implement",
+						"namespace", "tatara-agents", "project", "demo", "severity", "warning")
+					if !labels.Equal(a.Labels, want) {
+						t.Errorf("alert labels %s, want %s", a.Labels, want)
+					}
+					firing = append(firing, alert)
+				}
+			}
+			if !slices.Equal(firing, c.firing) {
+				t.Errorf("at %v firing %v, want %v", c.at, firing, c.firing)
+			}
+		})
+	}
+}

@@ -144,6 +144,12 @@ func TestWarmStart(t *testing.T) {
 			} else {
 				logf("warm start phases: %s", formatPhases(startOf(task), steps))
 			}
+			// Prometheus, scraping what the charts configure, has the warm start as the agent saw it
+			// (the pod carries the Task's labels since its claim) and the pool's gauge.
+			waitProm(ctx, t, cs, "claim to first request of the warm pod",
+				fmt.Sprintf(`max_over_time(tatara_mcp_claim_to_first_request_seconds_count{namespace=%q,task=%q}[30m])`, agentNamespace, name), oneSample(1))
+			waitProm(ctx, t, cs, "the warm pool's gauge",
+				fmt.Sprintf(`max(max_over_time(tatara_operator_warm_pool_pods{namespace=%q,project=%q,kind="implement",state="ready"}[30m]))`, agentNamespace, project.Name), oneSample(1))
 			var stdout, stderr bytes.Buffer
 			if err := r.ExecInPod(ctx, pod.Namespace, pod.Name, "wrapper", []string{"sh", "-c", "kill -TERM 1"}, &stdout, &stderr); err != nil {
 				t.Fatalf("SIGTERM to the lingering wrapper: %v %s", err, stderr.String())

@@ -141,6 +141,7 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		}
 		r.observe(&project, pool.Kind, pods, failed[pool.Kind])
 	}
+	r.forgetRemovedPools(&project)
 	for _, pod := range stale {
 		if err := r.deleteUnclaimed(ctx, pod); err != nil {
 			return ctrl.Result{}, err
@@ -212,6 +213,19 @@ func (r *PoolReconciler) observe(project *tatarav1.Project, kind tatarav1.TaskKi
 	g.WithLabelValues(project.Namespace, project.Name, string(kind), "ready").Set(float64(ready))
 	g.WithLabelValues(project.Namespace, project.Name, string(kind), "starting").Set(float64(len(pods) - ready))
 	g.WithLabelValues(project.Namespace, project.Name, string(kind), "failed").Set(float64(failed))
+}
+
+// forgetRemovedPools drops the gauge's series of the kinds the Project has no pool of (any more),
+// so an alert on an empty pool does not outlive the pool.
+func (r *PoolReconciler) forgetRemovedPools(project *tatarav1.Project) {
+	if r.Metrics == nil {
+		return
+	}
+	for _, kind := range tatarav1.TaskKinds {
+		if !slices.ContainsFunc(project.Spec.WarmPool, func(p tatarav1.WarmPool) bool { return p.Kind == kind }) {
+			r.Metrics.WarmPoolPods.DeletePartialMatch(map[string]string{"namespace": project.Namespace, "project": project.Name, "kind": string(kind)})
+		}
+	}
 }
 
 // remember records a pod this process created; pending counts those of kind the cache does not

@@ -321,9 +321,10 @@ func cancelTask(t testing.TB, ns, name string) {
 }
 
 // TestWarmPoolReplacesPodsBuiltFromAnOldProject: an edit of the Project replaces every unclaimed
-// pool pod, and leaves a claimed one to its Task.
+// pool pod, and leaves a claimed one to its Task; removing the pool removes its pods and its
+// gauge's series.
 func TestWarmPoolReplacesPodsBuiltFromAnOldProject(t *testing.T) {
-	startOperator(t)
+	op := startOperator(t)
 	ns := newNamespace(t)
 	newProject(t, ns, "p", withWarmPool(2))
 	before := waitPool(t, ns, 2)
@@ -366,6 +367,51 @@ func TestWarmPoolReplacesPodsBuiltFromAnOldProject(t *testing.T) {
 	if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: claimed}, &pod); err != nil {
 		t.Fatalf("the claimed pod %s went with the Project's edit: %v", claimed, err)
 	}
+
+	// The pool removed: its unclaimed pods go, and so do its gauge's series.
+	if n := poolSeries(t, op, ns); n != 3 {
+		t.Fatalf("tatara_operator_warm_pool_pods has %d series, want ready, starting and failed of the one pool", n)
+	}
+	if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "p"}, &p); err != nil {
+		t.Fatal(err)
+	}
+	p.Spec.WarmPool = nil
+	if err := k8s.Update(context.Background(), &p); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "no unclaimed pool pod and no pool series", func() error {
+		if n := len(unclaimedPoolPods(t, ns)); n != 0 {
+			return fmt.Errorf("%d unclaimed pool pods", n)
+		}
+		if n := poolSeries(t, op, ns); n != 0 {
+			return fmt.Errorf("%d gauge series", n)
+		}
+		return nil
+	})
+}
+
+// poolSeries counts the series of tatara_operator_warm_pool_pods of namespace ns (the operator
+// also serves the Projects earlier tests left in theirs).
+func poolSeries(t testing.TB, op *operator, ns string) int {
+	t.Helper()
+	families, err := op.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, f := range families {
+		if f.GetName() != "tatara_operator_warm_pool_pods" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "namespace" && l.GetValue() == ns {
+					n++
+				}
+			}
+		}
+	}
+	return n
 }
 
 func envValueOf(env []corev1.EnvVar, name string) (string, bool) {
