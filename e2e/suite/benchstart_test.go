@@ -61,7 +61,7 @@ func TestBenchAgentStart(t *testing.T) {
 				t.Fatal(err)
 			}
 			// Each Task finds the pool's pod ready: what is measured is the claim, not the refill.
-			benchStarts(ctx, t, cfg, project, "warm", n, func(int) { claimablePoolPod(ctx, t, r, project.Name) })
+			benchStarts(ctx, t, cfg, project, "warm", n, func(int) { claimablePoolPod(ctx, t, r, project.Name, tatarav1.KindImplement) })
 			return ctx
 		}).
 		Teardown(deleting(&project)).Feature()
