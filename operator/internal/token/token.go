@@ -6,6 +6,21 @@
 // A token's shape (tatara_<64 hex>) is defined once, in tatara.dev/cli/pkg/tasktoken: the shape
 // alone lets the cli's and the wrapper's log redaction (tatara.dev/cli/pkg/redact) mask a token
 // without knowing its value.
+//
+// A token's life, and the one place that moves each step:
+//   - minted: ensureSecret in controller/task_controller.go, with New; the Secret is
+//     agent.BuildSecret (agent/names.go), controlled by the Task, and its Hash goes into
+//     status.tokenHash before any pod exists (startAttempt in controller/attempts.go);
+//   - delivered, only to the pod's cli: a secretKeyRef in the cli's env (agent/env.go) for a pod
+//     of the Task's own; the claim's answer for a warm pool pod (api/claim.go);
+//   - checked on every REST call: taskOfToken and mintedToken in api/auth.go (the hash finds the
+//     Task through the cache index in the index package; the Secret must be the minted one);
+//   - derived, never shared, for the memory and chat backends (tasktoken.ForAudience), which
+//     review what they get at api/tokenreview.go;
+//   - ended: refused once the Task is cancelled or finished (endedTask in api/auth.go), its Secret
+//     then deleted by the Task's reconcile (deleteSecret); replaced when a lost pod is retried
+//     (attemptLost in controller/attempts.go clears the hash, and the retry mints anew); gone with
+//     the Task (owner references).
 package token
 
 import (
