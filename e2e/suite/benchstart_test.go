@@ -220,3 +220,10 @@ func percentile(d []time.Duration, p int) time.Duration {
 func ratio(a, b []time.Duration, p int) float64 {
 	return percentile(a, p).Seconds() / percentile(b, p).Seconds()
 }
+
+// withWarmPool returns a mutation: the Project keeps size ready pods for kind, cloning the demo repo.
+func withWarmPool(kind tatarav1.TaskKind, size int32) func(*tatarav1.Project) {
+	return func(p *tatarav1.Project) {
+		p.Spec.WarmPool = []tatarav1.WarmPool{{Kind: kind, Size: size, Repo: demoRepo}}
+	}
+}

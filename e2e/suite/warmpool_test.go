@@ -27,13 +27,6 @@ import (
 // Task's labels.
 const poolLabel = "tatara.dev/pool"
 
-// withWarmPool returns a mutation: the Project keeps size ready pods for kind, cloning the demo repo.
-func withWarmPool(kind tatarav1.TaskKind, size int32) func(*tatarav1.Project) {
-	return func(p *tatarav1.Project) {
-		p.Spec.WarmPool = []tatarav1.WarmPool{{Kind: kind, Size: size, Repo: demoRepo}}
-	}
-}
-
 // claimablePoolPod waits for a pool pod of project and kind that a Task could claim now: not claimed, its
 // clone done, its containers running. An unclaimed pool pod's cli logs that it waits.
 func claimablePoolPod(ctx context.Context, t *testing.T, r *resources.Resources, project string, kind tatarav1.TaskKind) *corev1.Pod {
