@@ -40,9 +40,10 @@ import (
 // a pod older than this is replaced with a fresh clone.
 const PoolPodMaxAge = 30 * time.Minute
 
-// poolFailureHold is how long a failed pool pod is kept (for its logs) before it is replaced;
-// while it is, its pool creates no pod, so a clone that keeps failing costs one pod a minute.
-const poolFailureHold = time.Minute
+// PoolFailureHold is how long a failed pool pod is kept after it ended (for its logs) before it is
+// replaced; while it is, its pool creates no pod, so a clone that keeps failing costs one pod a
+// minute.
+const PoolFailureHold = time.Minute
 
 // poolCreateExpiry is how long a pod this process created counts as live before the cache shows
 // it; past it, the cache is trusted again.
@@ -53,8 +54,8 @@ type PoolReconciler struct {
 	client.Client
 	Config  Config
 	Metrics *metrics.Metrics
-	// MaxAge replaces PoolPodMaxAge when set.
-	MaxAge time.Duration
+	// MaxAge replaces PoolPodMaxAge, and FailureHold PoolFailureHold, when set.
+	MaxAge, FailureHold time.Duration
 
 	// created remembers the pods this process created that the cache may not show yet, so a
 	// reconcile right after a create does not create them again.
@@ -92,9 +93,12 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	}
 	buildable := err == nil // else the Project's Ready condition says why; no pool pod is built
 
-	maxAge := r.MaxAge
+	maxAge, hold := r.MaxAge, r.FailureHold
 	if maxAge <= 0 {
 		maxAge = PoolPodMaxAge
+	}
+	if hold <= 0 {
+		hold = PoolFailureHold
 	}
 	now := time.Now()
 	var requeue time.Duration
@@ -112,9 +116,9 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		case !ok || !buildable || pod.Annotations[agent.AnnotationPoolTemplate] != poolTemplate(&project, pool, cfg):
 			stale = append(stale, pod)
 		case pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded:
-			if held := now.Sub(pod.CreationTimestamp.Time); held < poolFailureHold {
+			if held := now.Sub(failedAt(pod)); held < hold {
 				failed[kind]++
-				requeue = minPositive(requeue, poolFailureHold-held)
+				requeue = minPositive(requeue, hold-held)
 				continue
 			}
 			stale = append(stale, pod)
@@ -159,6 +163,17 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		return ctrl.Result{RequeueAfter: requeue}, nil
 	}
 	return ctrl.Result{}, nil
+}
+
+// failedAt is when a pool pod ended: its last container's end, else its creation.
+func failedAt(pod *corev1.Pod) time.Time {
+	at := pod.CreationTimestamp.Time
+	for _, st := range append(slices.Clone(pod.Status.InitContainerStatuses), pod.Status.ContainerStatuses...) {
+		if term := st.State.Terminated; term != nil && term.FinishedAt.After(at) {
+			at = term.FinishedAt.Time
+		}
+	}
+	return at
 }
 
 func minPositive(a, b time.Duration) time.Duration {

@@ -81,8 +81,9 @@ type Options struct {
 	Log        *slog.Logger
 	// MaxConcurrentReconciles is how many Tasks are reconciled in parallel (0: 1).
 	MaxConcurrentReconciles int
-	// PoolPodMaxAge replaces controller.PoolPodMaxAge when set (tests).
-	PoolPodMaxAge time.Duration
+	// PoolPodMaxAge and PoolFailureHold replace controller.PoolPodMaxAge and
+	// controller.PoolFailureHold when set (tests).
+	PoolPodMaxAge, PoolFailureHold time.Duration
 	// SkipNameValidation allows several managers in one process (tests restarting the operator).
 	SkipNameValidation bool
 	// RepoSecretRecheck is how often a Project whose repo Secret is missing looks again (0:
@@ -178,7 +179,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 	if err := pr.SetupWithManager(mgr, copts); err != nil {
 		return nil, fmt.Errorf("failed to set up project controller: %w", err)
 	}
-	pool := &controller.PoolReconciler{Client: mgr.GetClient(), Config: opts.Controller, Metrics: m, MaxAge: opts.PoolPodMaxAge}
+	pool := &controller.PoolReconciler{Client: mgr.GetClient(), Config: opts.Controller, Metrics: m, MaxAge: opts.PoolPodMaxAge, FailureHold: opts.PoolFailureHold}
 	if err := pool.SetupWithManager(mgr, copts); err != nil {
 		return nil, fmt.Errorf("failed to set up warm pool controller: %w", err)
 	}

@@ -23,6 +23,7 @@ import (
 	"tatara.dev/cli/pkg/claim"
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 	"tatara.dev/operator/internal/agent"
+	"tatara.dev/operator/internal/manager"
 	"tatara.dev/operator/internal/metrics"
 )
 
@@ -439,5 +440,74 @@ func TestWarmPoolRepoMustBeTheProjects(t *testing.T) {
 	p.Spec.WarmPool[0].Size = tatarav1.MaxWarmPoolSize + 1
 	if err := k8s.Create(context.Background(), p); err == nil || !strings.Contains(err.Error(), "size") {
 		t.Fatalf("create with a pool above %d pods: %v, want the CRD's refusal", tatarav1.MaxWarmPoolSize, err)
+	}
+}
+
+func withPoolTimes(maxAge, failureHold time.Duration) opOption {
+	return func(o *manager.Options) { o.PoolPodMaxAge, o.PoolFailureHold = maxAge, failureHold }
+}
+
+// TestWarmPoolReplacesPodsPastTheirAge: an unclaimed pool pod older than the maximum age (its
+// checkout that old) is replaced by a new one.
+func TestWarmPoolReplacesPodsPastTheirAge(t *testing.T) {
+	startOperator(t, withPoolTimes(3*time.Second, 0))
+	ns := newNamespace(t)
+	newProject(t, ns, "p", withWarmPool(1))
+	first := waitPool(t, ns, 1)[0]
+	eventually(t, 20*time.Second, "a new pool pod in place of the aged one", func() error {
+		pods := unclaimedPoolPods(t, ns)
+		if len(pods) != 1 || pods[0].UID == first.UID {
+			return fmt.Errorf("unclaimed pool pods %d, the first (%s) still there: %v", len(pods), first.Name,
+				len(pods) == 1 && pods[0].UID == first.UID)
+		}
+		return nil
+	})
+}
+
+// TestWarmPoolHoldsAFailedPod: a failed pool pod is kept for the hold after it ended, and its
+// pool starts no pod meanwhile (so a clone that keeps failing costs one pod per hold, not a
+// stream of them); the gauge counts it as failed; after the hold it is replaced.
+func TestWarmPoolHoldsAFailedPod(t *testing.T) {
+	const hold = 4 * time.Second
+	op := startOperator(t, withPoolTimes(0, hold))
+	ns := newNamespace(t)
+	newProject(t, ns, "p", withWarmPool(1))
+	first := waitPool(t, ns, 1)[0]
+	failedAt := time.Now()
+	setPodStatus(t, &first, func(s *corev1.PodStatus) {
+		s.Phase = corev1.PodFailed
+		for i := range s.InitContainerStatuses {
+			s.InitContainerStatuses[i].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+				ExitCode: 1, FinishedAt: metav1.NewTime(failedAt)}}
+		}
+	})
+	gauge := op.Metrics.WarmPoolPods.WithLabelValues(ns, "p", "implement", "failed")
+	eventually(t, 10*time.Second, "the failed pod counted as failed", func() error {
+		if v := testutil.ToFloat64(gauge); v != 1 {
+			return fmt.Errorf("failed = %v", v)
+		}
+		return nil
+	})
+	// Within the hold: still the failed pod, and no other. (The pod's end is recorded in whole
+	// seconds, so the operator may count the hold from up to 1 s earlier.)
+	for time.Since(failedAt) < hold/2 {
+		var pods corev1.PodList
+		if err := k8s.List(context.Background(), &pods, client.InNamespace(ns), client.HasLabels{agent.LabelPool}); err != nil {
+			t.Fatal(err)
+		}
+		if len(pods.Items) != 1 || pods.Items[0].UID != first.UID {
+			t.Fatalf("%.1fs after the failure: %d pool pods; want only the failed one, held", time.Since(failedAt).Seconds(), len(pods.Items))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	eventually(t, 20*time.Second, "the failed pod replaced after the hold", func() error {
+		pods := unclaimedPoolPods(t, ns)
+		if len(pods) != 1 || pods[0].UID == first.UID {
+			return fmt.Errorf("%d unclaimed pool pods", len(pods))
+		}
+		return nil
+	})
+	if since := time.Since(failedAt); since < hold-time.Second {
+		t.Errorf("replaced %.1fs after the failure, before the %s hold", since.Seconds(), hold)
 	}
 }
