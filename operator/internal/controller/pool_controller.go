@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 	"tatara.dev/operator/internal/agent"
@@ -291,27 +290,9 @@ func (r *PoolReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Opti
 		// A claim moves the pod's controller from the Project to the Task: the update event
 		// names both, so the pool refills at once.
 		Owns(&corev1.Pod{}).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.projectsWithPools),
-			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-				return o.GetNamespace() == r.Config.RuntimeNamespace &&
-					(o.GetName() == CLIRuntimeConfigMap || o.GetName() == WrapperRuntimeConfigMap)
-			}))).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(projects(r.Client, func(p *tatarav1.Project) bool { return len(p.Spec.WarmPool) > 0 })),
+			builder.WithPredicates(predicate.NewPredicateFuncs(r.Config.isRuntimeConfigMap))).
 		Named("warmpool").
 		WithOptions(opts).
 		Complete(r)
-}
-
-func (r *PoolReconciler) projectsWithPools(ctx context.Context, _ client.Object) []reconcile.Request {
-	var list tatarav1.ProjectList
-	if err := r.List(ctx, &list); err != nil {
-		logf.FromContext(ctx).Error(err, "failed to list projects")
-		return nil
-	}
-	var out []reconcile.Request
-	for _, p := range list.Items {
-		if len(p.Spec.WarmPool) > 0 {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&p)})
-		}
-	}
-	return out
 }

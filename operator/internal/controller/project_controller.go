@@ -145,25 +145,27 @@ func (r *ProjectReconciler) secretExists(ctx context.Context, namespace, name st
 func (r *ProjectReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&tatarav1.Project{}).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.allProjects),
-			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-				return o.GetNamespace() == r.Config.RuntimeNamespace &&
-					(o.GetName() == CLIRuntimeConfigMap || o.GetName() == WrapperRuntimeConfigMap)
-			}))).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(projects(r.Client, func(*tatarav1.Project) bool { return true })),
+			builder.WithPredicates(predicate.NewPredicateFuncs(r.Config.isRuntimeConfigMap))).
 		Named("project").
 		WithOptions(opts).
 		Complete(r)
 }
 
-func (r *ProjectReconciler) allProjects(ctx context.Context, _ client.Object) []reconcile.Request {
-	var list tatarav1.ProjectList
-	if err := r.List(ctx, &list); err != nil {
-		logf.FromContext(ctx).Error(err, "failed to list projects")
-		return nil
+// projects maps any event to a request for each Project that keep accepts.
+func projects(c client.Reader, keep func(*tatarav1.Project) bool) handler.MapFunc {
+	return func(ctx context.Context, _ client.Object) []reconcile.Request {
+		var list tatarav1.ProjectList
+		if err := c.List(ctx, &list); err != nil {
+			logf.FromContext(ctx).Error(err, "failed to list projects")
+			return nil
+		}
+		var out []reconcile.Request
+		for i := range list.Items {
+			if keep(&list.Items[i]) {
+				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+			}
+		}
+		return out
 	}
-	out := make([]reconcile.Request, 0, len(list.Items))
-	for _, p := range list.Items {
-		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&p)})
-	}
-	return out
 }

@@ -370,14 +370,16 @@ func (r *TaskReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Opti
 		// A cancelled Task's unfinished descendants, to cancel them too.
 		Watches(&tatarav1.Task{}, handler.EnqueueRequestsFromMapFunc(r.descendantsOfCancelled)).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.waitingTasks),
-			builder.WithPredicates(predicate.NewPredicateFuncs(r.isRuntimeConfigMap))).
+			builder.WithPredicates(predicate.NewPredicateFuncs(r.Config.isRuntimeConfigMap))).
 		Named("task").
 		WithOptions(opts)
 	return b.Complete(r)
 }
 
-func (r *TaskReconciler) isRuntimeConfigMap(o client.Object) bool {
-	return o.GetNamespace() == r.Config.RuntimeNamespace &&
+// isRuntimeConfigMap reports whether o is one of the runtime ConfigMaps every agent pod is built
+// from: the Task, Project and pool controllers watch them.
+func (c Config) isRuntimeConfigMap(o client.Object) bool {
+	return o.GetNamespace() == c.RuntimeNamespace &&
 		(o.GetName() == CLIRuntimeConfigMap || o.GetName() == WrapperRuntimeConfigMap)
 }
 
