@@ -210,9 +210,10 @@ func taskField(ctx context.Context, t *testing.T, r *resources.Resources, name, 
 // rolls the operator back (atomic) and the cluster runs the first release, CRDs included. Then the
 // fixed MR: while a real agent's Task spans both syncs, the operator is upgraded, the cluster's CRDs
 // equal the chart's, the running Task keeps the new field, `helmfile test` passes, and the Task
-// Succeeds with no tool error. Last, `helm rollback` to the first versions: the first CRDs and
+// Succeeds with no tool error; a Project's warm pool is recycled, its pod rebuilt by the new
+// operator. Last, `helm rollback` to the first versions: the first CRDs and
 // operator, both replicas, `helmfile test` and an empty diff; a Task of the kind only the upgrade
-// knew is refused by the older operator, and no pod is started for it.
+// knew is refused by the older operator, and no pod is started for it; the pool is recycled again.
 func TestUpgradeAndRollback(t *testing.T) {
 	aloneFeature(t)
 	const name = "upgrade"
@@ -225,6 +226,7 @@ func TestUpgradeAndRollback(t *testing.T) {
 		task, probe           *tatarav1.Task
 		pod                   *corev1.Pod
 		upgraded              string
+		poolPod               *corev1.Pod
 	)
 	f := features.New("upgrade and rollback").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -242,6 +244,12 @@ func TestUpgradeAndRollback(t *testing.T) {
 			firstProjectRevision, firstProjectChart = releaseRevision(ctx, t, cfg, agentNamespace, "tatara-project")
 			// In Setup: the Task (and its Project, removed when this t ends) must span both upgrades.
 			task, pod = waitingAgent(ctx, t, cfg, name)
+			// A warm pool that the upgrade and the rollback each recycle.
+			pool := projectCopy(ctx, t, cfg, name+"-pool", func(p *tatarav1.Project) {
+				p.Spec.WarmPool = []tatarav1.WarmPool{{Kind: tatarav1.KindBrainstorm, Size: 1, Repo: demoRepo}}
+			})
+			t.Cleanup(func() { deleteProjects(context.Background(), t, r, pool) })
+			poolPod = claimablePoolPod(ctx, t, r, pool.Name, tatarav1.KindBrainstorm)
 			return ctx
 		}).
 		Assess("an upgrade whose image was never built fails and leaves the first release running", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
@@ -284,6 +292,7 @@ func TestUpgradeAndRollback(t *testing.T) {
 				t.Errorf("after the upgrade the operator runs %s with %d replicas, want %s with 2", img, replicas, upgradeImage)
 			}
 			checkClusterCRDs(ctx, t, r, filepath.Dir(filepath.Dir(helmfile)))
+			poolPod = recycledPoolPod(ctx, t, r, poolPod)
 			patch := fmt.Sprintf(`{"spec":{%q:"kept"}}`, upgradeprobe.Field)
 			if err := r.Patch(ctx, task, k8s.Patch{PatchType: types.MergePatchType, Data: []byte(patch)}); err != nil {
 				t.Fatalf("setting spec.%s on the running Task: %v", upgradeprobe.Field, err)
@@ -324,6 +333,7 @@ func TestUpgradeAndRollback(t *testing.T) {
 				t.Errorf("after the rollback the operator runs %s with %d replicas, want %s with 2", img, replicas, firstImage)
 			}
 			checkClusterCRDs(ctx, t, r, repoRoot)
+			recycledPoolPod(ctx, t, r, poolPod)
 			if err := helmfileTestOf(ctx, cfg, filepath.Join(repoRoot, "helmfile", "helmfile.yaml")); err != nil {
 				t.Errorf("after the rollback: %v", err)
 			}

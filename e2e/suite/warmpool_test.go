@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/e2e-framework/klient/k8s/resources"
 	"sigs.k8s.io/e2e-framework/klient/wait"
@@ -63,6 +64,33 @@ func claimablePoolPod(ctx context.Context, t *testing.T, r *resources.Resources,
 		t.Fatalf("no claimable %s pool pod of project %s: %v", kind, project, err)
 	}
 	return found
+}
+
+// poolTemplate is the annotation with the hash of what a pool pod was built from, the operator's
+// version included.
+const poolTemplate = "tatara.dev/pool-template"
+
+// recycledPoolPod waits until old, an unclaimed pool pod, is gone or going and its pool has a
+// claimable pod built from another template, and returns that pod.
+func recycledPoolPod(ctx context.Context, t *testing.T, r *resources.Resources, old *corev1.Pod) *corev1.Pod {
+	t.Helper()
+	err := wait.For(func(ctx context.Context) (bool, error) {
+		var cur corev1.Pod
+		if err := r.Get(ctx, old.Name, old.Namespace, &cur); apierrors.IsNotFound(err) {
+			return true, nil
+		} else if err != nil {
+			return false, err
+		}
+		return cur.UID != old.UID || !cur.DeletionTimestamp.IsZero(), nil
+	}, wait.WithContext(ctx), wait.WithTimeout(waitTimeout), wait.WithInterval(time.Second))
+	if err != nil {
+		t.Fatalf("pool pod %s (template %s) was not replaced: %v", old.Name, old.Annotations[poolTemplate], err)
+	}
+	next := claimablePoolPod(ctx, t, r, old.Labels["tatara.dev/project"], tatarav1.TaskKind(old.Labels[poolLabel]))
+	if next.Annotations[poolTemplate] == old.Annotations[poolTemplate] {
+		t.Errorf("pool pod %s replaced %s with the same template %s", next.Name, old.Name, old.Annotations[poolTemplate])
+	}
+	return next
 }
 
 // TestWarmStart: a Project keeps a warm pool of one implement and one brainstorm pod; an unclaimed

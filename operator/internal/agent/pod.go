@@ -96,6 +96,9 @@ type Config struct {
 	// container (the runtime ConfigMaps' metricsScrapeInterval); 0 when monitoring is off.
 	CLIScrapeInterval     time.Duration
 	WrapperScrapeInterval time.Duration
+	// OperatorVersion is the version of the operator building the pod. It is not in the pod, but
+	// in a pool pod's template hash: a new operator replaces the pool pods an older one built.
+	OperatorVersion string
 }
 
 // BuildPod returns the Task's agent pod: the wrapper as main container, the cli as a native

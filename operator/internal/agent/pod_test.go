@@ -21,11 +21,12 @@ import (
 
 func testConfig() Config {
 	return Config{
-		OperatorURL:  "http://tatara-operator.tatara-system.svc:8082",
-		MemoryURL:    "http://tatara-memory.tatara-system.svc:8080",
-		ChatURL:      "http://tatara-chat.tatara-system.svc:8080",
-		CLIImage:     "tatara-cli:0.1.0",
-		WrapperImage: "tatara-wrapper:0.1.0",
+		OperatorURL:     "http://tatara-operator.tatara-system.svc:8082",
+		MemoryURL:       "http://tatara-memory.tatara-system.svc:8080",
+		ChatURL:         "http://tatara-chat.tatara-system.svc:8080",
+		CLIImage:        "tatara-cli:0.1.0",
+		WrapperImage:    "tatara-wrapper:0.1.0",
+		OperatorVersion: "0.1.0",
 	}
 }
 

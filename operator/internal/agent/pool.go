@@ -51,7 +51,7 @@ func BuildPoolPod(project *tatarav1.Project, pool tatarav1.WarmPool, cfg Config)
 		LabelKind:      string(pool.Kind),
 		LabelPool:      string(pool.Kind),
 	}
-	pod.Annotations = map[string]string{AnnotationPoolTemplate: PoolTemplateHash(pod)}
+	pod.Annotations = map[string]string{AnnotationPoolTemplate: PoolTemplateHash(pod, cfg.OperatorVersion)}
 	pod.OwnerReferences = []metav1.OwnerReference{{
 		APIVersion:         tatarav1.GroupVersion.String(),
 		Kind:               "Project",
@@ -63,14 +63,17 @@ func BuildPoolPod(project *tatarav1.Project, pool tatarav1.WarmPool, cfg Config)
 	return pod
 }
 
-// PoolTemplateHash is the hash of a pool pod's spec and labels, as BuildPoolPod made them: it
-// changes with anything the pod is built from (the Project, the runtime ConfigMaps' images,
-// resources and settings, the operator's URLs and CA).
-func PoolTemplateHash(pod *corev1.Pod) string {
+// PoolTemplateHash is the hash of a pool pod's spec and labels, as BuildPoolPod made them, and of
+// the version of the operator that built it: it changes with anything the pod is built from (the
+// Project, the runtime ConfigMaps' images, resources and settings, the operator's URLs and CA, and
+// the operator itself: an upgrade or a rollback of the operator recycles the pool even when the
+// pods would come out the same, so no pool pod is claimed under rules its builder did not know).
+func PoolTemplateHash(pod *corev1.Pod, operatorVersion string) string {
 	b, err := json.Marshal(struct {
-		Labels map[string]string
-		Spec   corev1.PodSpec
-	}{pod.Labels, pod.Spec})
+		Labels   map[string]string
+		Spec     corev1.PodSpec
+		Operator string
+	}{pod.Labels, pod.Spec, operatorVersion})
 	if err != nil {
 		panic(fmt.Sprintf("a pod spec always encodes: %v", err)) // a programming error, not input
 	}

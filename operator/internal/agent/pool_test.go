@@ -92,8 +92,8 @@ func TestPoolPodNamesNoTask(t *testing.T) {
 	}
 }
 
-// TestPoolTemplateHashFollowsItsInputs: the hash changes with the images and the Project, and
-// not with anything else.
+// TestPoolTemplateHashFollowsItsInputs: the hash changes with the images, the Project, the kind
+// and the operator's version.
 func TestPoolTemplateHashFollowsItsInputs(t *testing.T) {
 	project, cfg := workspaceProject(), testConfig()
 	base := BuildPoolPod(project, implementPool(), cfg).Annotations[AnnotationPoolTemplate]
@@ -106,10 +106,13 @@ func TestPoolTemplateHashFollowsItsInputs(t *testing.T) {
 	edited.Spec.Agent.ToolSearch = tatarav1.ToolSearchOn
 	otherKind := implementPool()
 	otherKind.Kind = tatarav1.KindReview
+	upgraded := testConfig()
+	upgraded.OperatorVersion = cfg.OperatorVersion + "-next"
 	for name, pod := range map[string]*corev1.Pod{
-		"cli image":    BuildPoolPod(project, implementPool(), newImage),
-		"project edit": BuildPoolPod(edited, implementPool(), cfg),
-		"kind":         BuildPoolPod(project, otherKind, cfg),
+		"cli image":        BuildPoolPod(project, implementPool(), newImage),
+		"project edit":     BuildPoolPod(edited, implementPool(), cfg),
+		"kind":             BuildPoolPod(project, otherKind, cfg),
+		"operator version": BuildPoolPod(project, implementPool(), upgraded),
 	} {
 		if pod.Annotations[AnnotationPoolTemplate] == base {
 			t.Errorf("%s: the template hash did not change", name)

@@ -335,7 +335,7 @@ func (r *TaskReconciler) podConfig(ctx context.Context, task *tatarav1.Task) (ag
 // agentConfig reads the pod builder's input for a Task's pod or a pool pod. An error with a
 // reason is a runtime ConfigMap that is missing or invalid (the reason is a Ready condition's).
 func agentConfig(ctx context.Context, c client.Reader, conf Config) (agent.Config, string, error) {
-	cfg := agent.Config{OperatorURL: conf.OperatorURL, MemoryURL: conf.MemoryURL, ChatURL: conf.ChatURL}
+	cfg := agent.Config{OperatorURL: conf.OperatorURL, MemoryURL: conf.MemoryURL, ChatURL: conf.ChatURL, OperatorVersion: buildinfo.Version}
 	if conf.OperatorCABundle != nil {
 		cfg.OperatorCABundle = conf.OperatorCABundle()
 	}
