@@ -73,12 +73,14 @@ bench-tool-search: ## The real agent CLI against the model stand-in: tokens and 
 	@$(call go_build,tatara,$(BIN_DIR)/tatara)
 	@claude=$$(hack/claude-code.sh) && cd e2e && go run ./cmd/toolsearch-bench --claude "$$claude" --tatara $(BIN_DIR)/tatara
 
-# Bursts of 10, 100 and 1,000 Tasks over 10 Projects against one in-process operator on envtest
-# (operator/test/integration/scale_test.go, build tag scale). Minutes long, so neither make test
-# nor make bench runs it.
+# Bursts of 1,000 and 10,000 Tasks over 10 Projects against one in-process operator on envtest,
+# the real kube-scheduler and kwok's 100 fake nodes: every agent pod is scheduled, runs and ends
+# (operator/test/integration/scale_test.go and kwok_test.go, build tag scale). TATARA_SCALE_SIZES=100,1000
+# for a quicker look. Minutes long, so neither make test nor make bench runs it.
 .PHONY: bench-scale
-bench-scale: envtest-assets ## Operator scale benchmark: Task bursts of 10, 100, 1000 on a real API server; prints a table.
-	@cd operator && go test -tags scale -run '^TestScale$$' -count=1 -timeout 60m -v ./test/integration | grep --line-buffered -vE '^(=== RUN|PASS|ok )'
+bench-scale: envtest-assets ## Operator scale benchmark: Task bursts of 1,000 and 10,000 on a real API server, scheduler and kwok nodes; prints a table.
+	@sched=$$(hack/k8s-binaries.sh kube-scheduler >&2 && echo $(K8S_BIN_DIR)/kube-scheduler) && kwok=$$(hack/tools.sh kwok) && \
+	cd operator && TATARA_KUBE_SCHEDULER=$$sched TATARA_KWOK=$$kwok go test -tags scale -run '^TestScale$$' -count=1 -timeout 90m -v ./test/integration | grep --line-buffered -vE '^(=== RUN|PASS|ok )'
 
 # The REST API under agent load (operator/test/integration/restload_test.go, build tag restload):
 # 500 agents, each with its own Task and the token the operator minted, alternate task_get and

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs pinned tools (hack/versions.env) from the Go module proxy into
 # ${TATARA_CACHE:-$HOME/.cache/tatara}/tools/<name>-<version>/<name> and prints that path.
-# A tool already there is not rebuilt. Usage: hack/tools.sh kind|helm|helmfile [...]
+# A tool already there is not rebuilt. Usage: hack/tools.sh kind|helm|helmfile|kwok [...]
 # The installs are serialised with the Kubernetes builds (same lock): the machine is small.
 set -euo pipefail
 
@@ -60,6 +60,10 @@ build_helmfile() { # out
 		github.com/helmfile/helmfile)
 }
 
+build_kwok() { # out
+	GOBIN="$(dirname "$1")" nice -n 10 go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@${KWOK_VERSION}"
+}
+
 install_tool() { # name version
 	local name="$1" version="$2" out start
 	out="${TOOLS}/${name}-${version}/${name}"
@@ -79,12 +83,13 @@ install_tool() { # name version
 	echo "${out}"
 }
 
-(($#)) || die "usage: $0 kind|helm|helmfile [...]"
+(($#)) || die "usage: $0 kind|helm|helmfile|kwok [...]"
 for t in "$@"; do
 	case "${t}" in
 		kind) install_tool kind "${KIND_VERSION}" ;;
 		helm) install_tool helm "${HELM_VERSION}" ;;
 		helmfile) install_tool helmfile "${HELMFILE_VERSION}" ;;
-		*) die "unknown tool \"${t}\" (known: kind helm helmfile)" ;;
+		kwok) install_tool kwok "${KWOK_VERSION}" ;;
+		*) die "unknown tool \"${t}\" (known: kind helm helmfile kwok)" ;;
 	esac
 done
