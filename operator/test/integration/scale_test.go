@@ -275,8 +275,26 @@ func (l *lifecycle) wait(t *testing.T, done chan struct{}, m map[string]time.Tim
 		l.mu.Lock()
 		got := len(m)
 		l.mu.Unlock()
-		t.Fatalf("only %d of %d %s within %s", got, l.n, what, timeout)
+		t.Fatalf("only %d of %d %s within %s; %s", got, l.n, what, timeout, l.laggard(m))
 	}
+}
+
+// laggard describes one of the run's pods that m does not hold yet, for a failure's message.
+func (l *lifecycle) laggard(m map[string]time.Time) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for key := range l.seen {
+		if _, ok := m[key]; ok {
+			continue
+		}
+		ns, name, _ := strings.Cut(key, "/")
+		var pod corev1.Pod
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &pod); err != nil {
+			return fmt.Sprintf("pod %s: %v", key, err)
+		}
+		return fmt.Sprintf("pod %s: node %q, phase %s, conditions %+v", key, pod.Spec.NodeName, pod.Status.Phase, pod.Status.Conditions)
+	}
+	return "no pod of the run exists"
 }
 
 func cpuTime(t *testing.T) time.Duration {
