@@ -265,8 +265,8 @@ func loadAPITLS(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, o
 }
 
 // cacheOptions scopes the cache: every object to agentNamespaces (all namespaces when empty),
-// pods and Secrets further to the operator's label, ConfigMaps to runtimeNamespace alone, and
-// strips managedFields from everything it holds.
+// pods and Secrets further to the operator's label, ConfigMaps to runtimeNamespace alone. It
+// strips managedFields from everything it holds, and pods to what the operator reads (trimPod).
 func cacheOptions(agentNamespaces []string, runtimeNamespace string, managed labels.Selector) cache.Options {
 	var defaults map[string]cache.Config
 	for _, ns := range agentNamespaces {
@@ -282,10 +282,33 @@ func cacheOptions(agentNamespaces []string, runtimeNamespace string, managed lab
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}:    {Label: managed},
-			&corev1.Pod{}:       {Label: managed},
+			&corev1.Pod{}:       {Label: managed, Transform: trimPod},
 			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{runtimeNamespace: {}}},
 		},
 	}
+}
+
+// trimPod keeps of a pod what the operator reads from its cache: the metadata (without
+// managedFields), the status, and of the spec the active deadline, the node, and the containers'
+// names and restart policies (which init containers are sidecars). The rest of the spec (env,
+// volumes, security contexts, resources) is most of a pod's memory and is never read back: the
+// builder writes it, and the only write of a cached pod is a merge patch, which carries just
+// what changed. Code that needs more of a pod's spec reads it from the API server.
+func trimPod(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	spec := corev1.PodSpec{ActiveDeadlineSeconds: pod.Spec.ActiveDeadlineSeconds, NodeName: pod.Spec.NodeName}
+	for _, c := range pod.Spec.InitContainers {
+		spec.InitContainers = append(spec.InitContainers, corev1.Container{Name: c.Name, RestartPolicy: c.RestartPolicy})
+	}
+	for _, c := range pod.Spec.Containers {
+		spec.Containers = append(spec.Containers, corev1.Container{Name: c.Name})
+	}
+	pod.Spec = spec
+	pod.ManagedFields = nil
+	return pod, nil
 }
 
 // ParseNamespaces splits a comma-separated --agent-namespaces value, dropping blanks and

@@ -2,10 +2,12 @@ package integration
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -15,7 +17,7 @@ import (
 
 // TestCacheHoldsNoManagedFields: the operator's cache strips managedFields (the largest part of
 // a small object, never read by the operator) from the Tasks, pods and Secrets it holds, while
-// the API server keeps them.
+// the API server keeps them; and of a pod's spec it keeps only what the operator reads.
 func TestCacheHoldsNoManagedFields(t *testing.T) {
 	op := startOperator(t)
 	ns := newNamespace(t)
@@ -45,5 +47,37 @@ func TestCacheHoldsNoManagedFields(t *testing.T) {
 		if n := len(o.cached.GetManagedFields()); n != 0 {
 			t.Errorf("%s %s holds %d managedFields entries in the operator's cache, want none", kind, o.key, n)
 		}
+	}
+
+	// The cached pod keeps what the operator reads of its spec, and not the rest.
+	cached, server := objects["pod"].cached.(*corev1.Pod), objects["pod"].server.(*corev1.Pod)
+	names := func(cs []corev1.Container) (out []string) {
+		for _, c := range cs {
+			out = append(out, c.Name)
+		}
+		return out
+	}
+	if got, want := names(cached.Spec.InitContainers), names(server.Spec.InitContainers); !slices.Equal(got, want) || len(want) == 0 {
+		t.Errorf("cached pod's init containers %v, want %v", got, want)
+	}
+	for i, c := range cached.Spec.InitContainers {
+		if !equality.Semantic.DeepEqual(c.RestartPolicy, server.Spec.InitContainers[i].RestartPolicy) {
+			t.Errorf("cached init container %s has restartPolicy %v, the pod %v", c.Name, c.RestartPolicy, server.Spec.InitContainers[i].RestartPolicy)
+		}
+		if len(c.Env) != 0 || len(c.VolumeMounts) != 0 || c.Image != "" {
+			t.Errorf("cached init container %s keeps env, mounts or image: %+v", c.Name, c)
+		}
+	}
+	if got, want := names(cached.Spec.Containers), names(server.Spec.Containers); !slices.Equal(got, want) {
+		t.Errorf("cached pod's containers %v, want %v", got, want)
+	}
+	if !equality.Semantic.DeepEqual(cached.Spec.ActiveDeadlineSeconds, server.Spec.ActiveDeadlineSeconds) || cached.Spec.ActiveDeadlineSeconds == nil {
+		t.Errorf("cached pod's activeDeadlineSeconds %v, the pod's %v", cached.Spec.ActiveDeadlineSeconds, server.Spec.ActiveDeadlineSeconds)
+	}
+	if len(cached.Spec.Volumes) != 0 || len(server.Spec.Volumes) == 0 {
+		t.Errorf("cached pod holds %d volumes (the pod %d), want none", len(cached.Spec.Volumes), len(server.Spec.Volumes))
+	}
+	if !equality.Semantic.DeepEqual(cached.Labels, server.Labels) || !equality.Semantic.DeepEqual(cached.OwnerReferences, server.OwnerReferences) {
+		t.Errorf("cached pod's labels or owners differ from the pod's")
 	}
 }

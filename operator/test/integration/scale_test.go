@@ -46,7 +46,8 @@ const (
 // scaleSizes are the burst sizes; TATARA_SCALE_SIZES (e.g. "100,1000") overrides them for a
 // quick look. The last column compares the last size with the first.
 // TATARA_SCALE_CPUPROFILE=<file> profiles the largest burst; it is off by default because
-// profiling slows the run it measures.
+// profiling slows the run it measures. TATARA_SCALE_HEAPPROFILE=<file> writes the heap profile of
+// the largest burst once every pod runs (the operator's cache at its fullest).
 func scaleSizes(t *testing.T) []int {
 	env := os.Getenv("TATARA_SCALE_SIZES")
 	if env == "" {
@@ -86,6 +87,7 @@ type scaleResult struct {
 	toRunning, toTaskDone []time.Duration
 	requests              map[string]int64 // verb resource -> count, from the first create until settled
 	heapPeak              uint64           // HeapInuse peak minus the baseline before the operator started
+	heapLive              uint64           // HeapAlloc after a GC once every pod runs, minus the baseline's
 	goroutines            int              // goroutine peak minus the baseline
 	cpu                   time.Duration    // the test process's CPU time (user + system) over the run
 }
@@ -105,11 +107,7 @@ func TestScale(t *testing.T) {
 	var results []scaleResult
 	for _, n := range sizes {
 		t.Run(fmt.Sprintf("N=%d", n), func(t *testing.T) {
-			profile := ""
-			if n == sizes[len(sizes)-1] {
-				profile = os.Getenv("TATARA_SCALE_CPUPROFILE")
-			}
-			results = append(results, runScale(t, n, profile))
+			results = append(results, runScale(t, n, n == sizes[len(sizes)-1]))
 		})
 	}
 	if len(results) == len(sizes) {
@@ -297,6 +295,19 @@ func (l *lifecycle) laggard(m map[string]time.Time) string {
 	return "no pod of the run exists"
 }
 
+func writeHeapProfile(t *testing.T, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		t.Fatalf("writing %s: %v", path, err)
+	}
+	fmt.Printf("heap profile once every pod runs: %s\n", path)
+}
+
 func cpuTime(t *testing.T) time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
@@ -305,9 +316,9 @@ func cpuTime(t *testing.T) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// runScale runs one burst of n Tasks; a non-empty profile is where the CPU profile of the
-// test process (operator and test clients) goes.
-func runScale(t *testing.T, n int, profile string) scaleResult {
+// runScale runs one burst of n Tasks; the largest is profiled when TATARA_SCALE_CPUPROFILE or
+// TATARA_SCALE_HEAPPROFILE name a file (the test process's: operator and test clients).
+func runScale(t *testing.T, n int, largest bool) scaleResult {
 	ctx := context.Background()
 	namespaces := make([]string, scaleProjects)
 	for i := range namespaces {
@@ -355,8 +366,7 @@ func runScale(t *testing.T, n int, profile string) scaleResult {
 		}
 	}()
 
-	if profile != "" {
-		path := profile
+	if path := os.Getenv("TATARA_SCALE_CPUPROFILE"); path != "" && largest {
 		f, err := os.Create(path)
 		if err != nil {
 			t.Fatal(err)
@@ -423,6 +433,13 @@ func runScale(t *testing.T, n int, profile string) scaleResult {
 	timeout := time.Duration(n)*100*time.Millisecond + 2*time.Minute
 	life.wait(t, life.allSeen, life.seen, "agent pods were created", timeout)
 	life.wait(t, life.allRunning, life.running, "agent pods ran", timeout)
+	// The live heap when the cache is at its fullest: every Task, pod and Secret in it.
+	runtime.GC()
+	var live runtime.MemStats
+	runtime.ReadMemStats(&live)
+	if path := os.Getenv("TATARA_SCALE_HEAPPROFILE"); path != "" && largest {
+		writeHeapProfile(t, path)
+	}
 	life.wait(t, life.allEnd, life.taskDone, "Tasks Succeeded", timeout+kwokRunFor)
 
 	// The operator keeps writing after the Tasks end (Events, Secrets): count until it settles.
@@ -434,7 +451,7 @@ func runScale(t *testing.T, n int, profile string) scaleResult {
 	stopped = true
 
 	life.mu.Lock()
-	r := scaleResult{n: n, cpu: cpu, requests: map[string]int64{}}
+	r := scaleResult{n: n, cpu: cpu, requests: map[string]int64{}, heapLive: live.HeapAlloc - min(live.HeapAlloc, base.HeapAlloc)}
 	for i, name := range names {
 		r.allPods = max(r.allPods, life.seen[name].Sub(begin))
 		r.allRunning = max(r.allRunning, life.running[name].Sub(begin))
@@ -472,6 +489,8 @@ func printScale(out *os.File, rs []scaleResult) {
 		{"operator requests per Task", true, func(r scaleResult) float64 { return float64(r.totalRequests()) / float64(r.n) }, ""},
 		{"peak heap in use (delta)", false, func(r scaleResult) float64 { return mb(r.heapPeak) }, "MiB"},
 		{"  per Task", true, func(r scaleResult) float64 { return mb(r.heapPeak) / float64(r.n) * 1024 }, "KiB"},
+		{"live heap, every pod running", false, func(r scaleResult) float64 { return mb(r.heapLive) }, "MiB"},
+		{"  per Task", true, func(r scaleResult) float64 { return mb(r.heapLive) / float64(r.n) * 1024 }, "KiB"},
 		{"CPU (test process)", false, func(r scaleResult) float64 { return r.cpu.Seconds() }, "s"},
 		{"  per Task", true, func(r scaleResult) float64 { return ms(r.cpu) / float64(r.n) }, "ms"},
 		{"peak goroutines (delta)", false, func(r scaleResult) float64 { return float64(r.goroutines) }, ""},
