@@ -364,7 +364,7 @@ func (r *TaskReconciler) event(task *tatarav1.Task, reason, action, note string)
 func (r *TaskReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&tatarav1.Task{}).
-		Owns(&corev1.Pod{}).
+		Watches(&corev1.Pod{}, podEvents(handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &tatarav1.Task{}, handler.OnlyControllerOwner()))).
 		Owns(&corev1.Secret{}).
 		Watches(&tatarav1.Project{}, handler.EnqueueRequestsFromMapFunc(r.tasksOfProject)).
 		// A cancelled Task's unfinished descendants, to cancel them too.
