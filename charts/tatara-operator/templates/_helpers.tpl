@@ -73,6 +73,14 @@ Service account name.
 {{- end }}
 
 {{/*
+Name of the FlowSchema and PriorityLevelConfiguration: cluster-scoped, so the release's namespace
+is in it.
+*/}}
+{{- define "tatara-operator.flowControlName" -}}
+{{- printf "%s-%s" .Release.Namespace (include "tatara-operator.fullname" .) | trunc 253 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
 Namespace of the runtime ConfigMaps.
 */}}
 {{- define "tatara-operator.runtimeNamespace" -}}
