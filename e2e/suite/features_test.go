@@ -74,6 +74,31 @@ func TestInstall(t *testing.T) {
 			}
 			return ctx
 		}).
+		Assess("the operator sets its Go memory limit under its container's", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			_, cs := clients(t, cfg)
+			pods, err := cs.CoreV1().Pods(systemNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=tatara-operator,app.kubernetes.io/component=operator"})
+			if err != nil || len(pods.Items) == 0 {
+				t.Fatalf("operator pods: %v (%d found)", err, len(pods.Items))
+			}
+			for i := range pods.Items {
+				pod := &pods.Items[i]
+				c, ok := container(pod, "operator")
+				limit := c.Resources.Limits.Memory().Value()
+				if !ok || limit == 0 {
+					t.Fatalf("operator pod %s has no memory limit on its container", pod.Name)
+				}
+				set := logRecords(t, podLogs(ctx, cs, pod, "operator"), func(rec map[string]any) bool { return rec["msg"] == "GOMEMLIMIT is updated" })
+				if len(set) != 1 {
+					t.Errorf("operator pod %s logged %d GOMEMLIMIT updates, want 1", pod.Name, len(set))
+					continue
+				}
+				// Below the container's limit, with room left for what the Go runtime does not count.
+				if got, _ := set[0]["GOMEMLIMIT"].(float64); got <= 0.8*float64(limit) || got >= float64(limit) {
+					t.Errorf("operator pod %s: GOMEMLIMIT %.0f, want between 80%% and 100%% of its container's limit %d", pod.Name, got, limit)
+				}
+			}
+			return ctx
+		}).
 		Assess("the Project and Task CRDs are Established", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			r, _ := clients(t, cfg) // its scheme has the CRD types
 			for _, name := range []string{"projects.tatara.dev", "tasks.tatara.dev"} {

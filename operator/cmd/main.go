@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -69,6 +70,12 @@ func main() {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	ctrl.SetLogger(logr.FromSlogHandler(log.Handler()))
 	opts.Log = log
+	// Under a container memory limit, have the collector work harder before the kernel kills the
+	// process: the heap may otherwise grow to twice the live heap (GOGC 100), which at 10,000 live
+	// Tasks is about the chart's default limit (docs/architecture.md, Scale). The Go memory limit
+	// becomes 90% of the cgroup's; GOMEMLIMIT, or AUTOMEMLIMIT=off, in the environment wins. A
+	// failure is logged by memlimit and changes nothing.
+	_, _ = memlimit.Set(memlimit.WithLogger(log))
 
 	ctx := ctrl.SetupSignalHandler()
 	cfg, err := ctrl.GetConfig()
