@@ -94,6 +94,17 @@ bench-scale: envtest-assets ## Operator scale benchmark: Task bursts of 1,000 an
 bench-rest: envtest-assets ## Operator REST API under load: 500 agents x (task_get, task_note) for 30 s vs a cache Get; target: only 2xx and 429.
 	@cd operator && go test -tags restload -run '^TestRESTLoad$$' -count=1 -timeout 30m -v ./test/integration | grep --line-buffered -vE '^(=== RUN|PASS|ok )'
 
+# API priority and fairness (operator/test/integration/apf_test.go, build tag restload): the
+# operator as its chart's ServiceAccount under bench-rest's closed loop, a neighbour ServiceAccount
+# reading a ConfigMap 20 times a second; first with the API server's built-in flow schemas, then
+# with the FlowSchema and PriorityLevelConfiguration that helm renders from the tatara-operator
+# chart. Prints the neighbour's latency, the notes' and the API server's 429s to the operator.
+.PHONY: bench-apf
+bench-apf: envtest-assets ## The operator's API priority level under agent load: a neighbour tenant's latency without and with the chart's FlowSchema.
+	@mkdir -p $(BIN_DIR) && helm=$$(hack/tools.sh helm) && \
+	$$helm template tatara-operator charts/tatara-operator --namespace tatara-system --show-only templates/flowcontrol.yaml >$(BIN_DIR)/flowcontrol.yaml && \
+	cd operator && TATARA_FLOWCONTROL_MANIFEST=$(abspath $(BIN_DIR))/flowcontrol.yaml go test -tags restload -run '^TestRESTLoadNeighbour$$' -count=1 -timeout 30m -v ./test/integration | grep --line-buffered -vE '^(=== RUN|PASS|ok )'
+
 # Every generated or golden file is rewritten by its test with UPDATE_GOLDEN=1 (package
 # tatara.dev/testkit/golden). The packages are found, not listed: every package whose tests import
 # testkit/golden runs whole, so a new golden test is never left out.

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 	"tatara.dev/operator/internal/controller"
@@ -39,6 +40,8 @@ const (
 var (
 	cfg *rest.Config
 	k8s client.Client
+	// testEnv is the API server's environment, for benches that add users of their own.
+	testEnv *envtest.Environment
 )
 
 func TestMain(m *testing.M) {
@@ -49,7 +52,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "FAIL: integration tests need a real kube-apiserver and etcd: %v\n", err)
 		os.Exit(1)
 	}
-	cfg = c
+	cfg, testEnv = c, env
 	code := 1
 	func() {
 		defer func() {
