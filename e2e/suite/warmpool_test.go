@@ -22,6 +22,7 @@ import (
 
 	"tatara.dev/cli/pkg/profiles"
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
+	"tatara.dev/testkit/gitserver"
 )
 
 // poolLabel marks a warm pool pod (its value is the pool's kind); a claimed pod also carries the
@@ -124,13 +125,19 @@ func TestWarmStart(t *testing.T) {
 			}
 			checkUnclaimedPoolPodHoldsNoTask(ctx, t, r, pools[tatarav1.KindImplement])
 
+			// Both implement Tasks ask for another branch than the pool's checkout: the one that
+			// claims the pool's pod fetches it through the pod's git gateway, the other clones it
+			// cold. The branch carries agent-CLI settings no agent may obey (the Bash calls below
+			// would be denied, and the model unreachable, if the CLI read them).
 			file := "/workspace/" + demoRepo + "/" + demoFile
 			for _, name := range implementTasks {
-				tasks = append(tasks, newTask(name, project.Name, tatarav1.KindImplement, modelScript(name,
+				task := newTask(name, project.Name, tatarav1.KindImplement, modelScript(name,
 					fmt.Sprintf(`call Edit {"file_path":%q,"old_string":%q,"new_string":%q}`, file, demoLine, agentsLine),
 					`call Bash {"command":"git commit -q -am 'greeting: from a warm pool' && git log -1 --format=%an","description":"Commit"}`,
 					`call Bash {"command":"git push -q origin HEAD 2>&1 && git ls-remote origin","description":"Push the branch"}`,
-					"say done")))
+					"say done"))
+				task.Spec.Ref = gitserver.HostileSettingsBranch
+				tasks = append(tasks, task)
 			}
 			tasks = append(tasks, newTask(brainstorm, project.Name, tatarav1.KindBrainstorm, modelScript(brainstorm,
 				`call report_internal_issue {"category":"tool_error","severity":"warn","description":"e2e warm report","offending_tool":"code_search","resource_id":"demo"}`,
@@ -164,6 +171,12 @@ func TestWarmStart(t *testing.T) {
 					if len(claimed) != 1 || claimed[0]["task"] != task.Name {
 						t.Errorf("pool pod %s: cli's claim lines %v, want one for %s", pod.Name, claimed, task.Name)
 					}
+					fetched := logRecords(t, podLogs(ctx, cs, pod, "wrapper"), func(rec map[string]any) bool { return rec["msg"] == "workspace ref fetched" })
+					if want := task.Spec.Ref; want != "" && (len(fetched) != 1 || fetched[0]["ref"] != want) {
+						t.Errorf("pool pod %s: wrapper's fetch lines %v, want one of ref %s", pod.Name, fetched, want)
+					} else if want == "" && len(fetched) != 0 {
+						t.Errorf("pool pod %s fetched %v for a Task on the pool's own ref", pod.Name, fetched)
+					}
 					if steps, err := startupPhases(ctx, cs, task, pod); err != nil {
 						t.Error(err)
 					} else {
@@ -178,6 +191,11 @@ func TestWarmStart(t *testing.T) {
 				checkGauge(ctx, t, cs, task.Name, profile, len(profileToolNames(profile)))
 				if task.Spec.Kind == tatarav1.KindImplement {
 					checkPushedAsTheTask(ctx, t, cfg, cs, &cur)
+					// The agent's commit is on top of the ref the Task asked for, warm or cold.
+					branch := agentPushBranch(&cur)
+					if got, err := gitShow(ctx, cfg, demoRepo, branch, gitserver.HostileSettingsPath); err != nil || string(got) != gitserver.HostileSettings {
+						t.Errorf("%s on %s = %q (%v): the checkout was not %s", gitserver.HostileSettingsPath, branch, got, err, task.Spec.Ref)
+					}
 					checkNoCredentialInAgentContainer(ctx, t, r, pod)
 				} else {
 					checkReportSeenTwice(ctx, t, cs, pod, task.Name)
@@ -215,11 +233,17 @@ func TestWarmStart(t *testing.T) {
 	testenv.Test(t, f)
 }
 
+// agentPushBranch is the branch a Task's agent may push (the operator's agent.PushBranch for a
+// first attempt), spelled out here so the suite checks the name rather than echoing it.
+func agentPushBranch(task *tatarav1.Task) string {
+	return "tatara/" + task.Name + "-" + strings.ReplaceAll(string(task.UID), "-", "")[:8]
+}
+
 // checkPushedAsTheTask: the Task's agent committed under the Task's name and pushed the change to
 // the Task's branch, and only there.
 func checkPushedAsTheTask(ctx context.Context, t *testing.T, cfg *envconf.Config, cs *kubernetes.Clientset, task *tatarav1.Task) {
 	t.Helper()
-	branch := "tatara/" + task.Name + "-" + strings.ReplaceAll(string(task.UID), "-", "")[:8]
+	branch := agentPushBranch(task)
 	var results strings.Builder
 	for _, rec := range modelRecords(ctx, t, cs, task.Name) {
 		for _, res := range rec.ToolResults {

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -61,6 +62,13 @@ type Assignment struct {
 	RepoDir string `json:"repoDir,omitempty"`
 	// PushBranch is the only branch the gateway lets the agent push to ("" without push).
 	PushBranch string `json:"pushBranch,omitempty"`
+	// Ref, when set, is the branch, tag or commit id the Task asked for, which is not the pool's
+	// checkout: before the agent starts, the wrapper fetches it into RepoDir through the pod's git
+	// gateway (which holds the credential; hence a Ref needs a PushBranch), Depth commits deep (0:
+	// the whole history), within TimeoutSeconds (the Project's clone timeout), and checks it out.
+	Ref            string `json:"ref,omitempty"`
+	Depth          int32  `json:"depth,omitempty"`
+	TimeoutSeconds int32  `json:"timeoutSeconds,omitempty"`
 	// AuthorName and AuthorEmail are the agent's git identity in the checkout.
 	AuthorName  string `json:"authorName,omitempty"`
 	AuthorEmail string `json:"authorEmail,omitempty"`
@@ -87,6 +95,16 @@ func (a Assignment) Validate() error {
 	}
 	if a.PushBranch != "" && a.RepoDir == "" {
 		return errors.New("claim assignment has a push branch but no repo dir")
+	}
+	switch {
+	case a.Ref != "" && a.PushBranch == "":
+		return fmt.Errorf("claim assignment names ref %q but no push branch: only the git gateway can fetch it", a.Ref)
+	case strings.HasPrefix(a.Ref, "-"):
+		return fmt.Errorf("claim assignment's ref %q starts with '-'", a.Ref)
+	case a.Depth < 0:
+		return fmt.Errorf("claim assignment's depth %d is negative", a.Depth)
+	case a.Ref != "" && a.TimeoutSeconds <= 0:
+		return fmt.Errorf("claim assignment names ref %q but no positive timeout (%d s)", a.Ref, a.TimeoutSeconds)
 	}
 	return nil
 }

@@ -14,7 +14,7 @@ func TestAssignmentFileRoundTrip(t *testing.T) {
 		t.Fatalf("ReadFile before the claim: got %v, want ErrNotClaimed", err)
 	}
 	want := Assignment{Project: "p", Task: "t", Kind: "implement", Directive: "do it", RepoDir: "/workspace/r",
-		PushBranch: "tatara/t", AuthorName: "Tatara agent (t)", AuthorEmail: "t@p.tasks.tatara.invalid"}
+		PushBranch: "tatara/t", Ref: "feature", Depth: 1, TimeoutSeconds: 300, AuthorName: "Tatara agent (t)", AuthorEmail: "t@p.tasks.tatara.invalid"}
 	if err := WriteFile(path, want); err != nil {
 		t.Fatal(err)
 	}
@@ -42,6 +42,12 @@ func TestAssignmentValidation(t *testing.T) {
 		{"no kind", func(a *Assignment) { a.Kind = "" }, "no kind"},
 		{"no directive", func(a *Assignment) { a.Directive = "" }, "no directive"},
 		{"push without repo", func(a *Assignment) { a.PushBranch = "tatara/t" }, "no repo dir"},
+		{"ref without push", func(a *Assignment) { a.RepoDir, a.Ref = "/workspace/r", "feature" }, "no push branch"},
+		{"ref like an option", func(a *Assignment) {
+			a.RepoDir, a.PushBranch, a.Ref, a.TimeoutSeconds = "/workspace/r", "tatara/t", "--upload-pack=x", 1
+		}, "starts with '-'"},
+		{"negative depth", func(a *Assignment) { a.Depth = -1 }, "negative"},
+		{"ref without timeout", func(a *Assignment) { a.RepoDir, a.PushBranch, a.Ref = "/workspace/r", "tatara/t", "feature" }, "no positive timeout"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := full

@@ -1,6 +1,8 @@
 // Package workspace is the contract between the agent pod's workspace-init container, which clones
 // the Task's repository, and the operator, which reads the outcome from the container's termination
-// message: the failure reasons and the message's format.
+// message: the failure reasons and the message's format. A claimed warm-pool pod whose Task asks
+// for another ref than the pool's checkout fetches it in the wrapper container instead; a failure
+// there ends the wrapper with ExitCheckoutFailed and the same termination message.
 package workspace
 
 import (
@@ -10,6 +12,12 @@ import (
 	"strings"
 	"unicode/utf8"
 )
+
+// ExitCheckoutFailed is the wrapper's exit code when a claimed pool pod could not fetch or check
+// out its Task's ref, before the agent started; the wrapper's termination message is a Failure.
+// The agent cannot have written that message first, but it could later exit with this code
+// itself: the operator therefore takes only the Reason from the wrapper's message, never its text.
+const ExitCheckoutFailed = 5
 
 // Reasons a workspace could not be prepared; each becomes the reason of the Task's WorkspaceFailed
 // condition.

@@ -76,13 +76,7 @@ func workspaceInit(t target, project *tatarav1.Project, repo *tatarav1.ProjectRe
 	if ref == "" {
 		ref = repo.DefaultBranch
 	}
-	depth, timeout := int32(DefaultCloneDepth), int32(DefaultCloneTimeoutSeconds)
-	if d := project.Spec.Workspace.CloneDepth; d != nil {
-		depth = *d
-	}
-	if t := project.Spec.Workspace.TimeoutSeconds; t > 0 {
-		timeout = t
-	}
+	depth, timeout := cloneDepth(project), cloneTimeoutSeconds(project)
 	args := []string{
 		"workspace-init",
 		"--url=" + repo.URL,
@@ -130,6 +124,22 @@ func workspaceInit(t target, project *tatarav1.Project, repo *tatarav1.ProjectRe
 		SecurityContext:          containerSecurityContext(),
 		VolumeMounts:             mounts,
 	}, volumes
+}
+
+// cloneDepth is the number of commits a Task's checkout fetches (0: all).
+func cloneDepth(project *tatarav1.Project) int32 {
+	if d := project.Spec.Workspace.CloneDepth; d != nil {
+		return *d
+	}
+	return DefaultCloneDepth
+}
+
+// cloneTimeoutSeconds bounds a Task's clone, or a claimed pool pod's fetch of its ref.
+func cloneTimeoutSeconds(project *tatarav1.Project) int32 {
+	if t := project.Spec.Workspace.TimeoutSeconds; t > 0 {
+		return t
+	}
+	return DefaultCloneTimeoutSeconds
 }
 
 // gitGateway is the native sidecar through which the agent pushes (`tatara git-gateway` from the

@@ -143,8 +143,22 @@ func Assignment(task *tatarav1.Task, project *tatarav1.Project) claim.Assignment
 		if repo.Push != nil {
 			a.PushBranch = PushBranch(task)
 		}
+		if ref := RefToFetch(task, repo); ref != "" {
+			a.Ref, a.Depth, a.TimeoutSeconds = ref, cloneDepth(project), cloneTimeoutSeconds(project)
+		}
 	}
 	return a
+}
+
+// RefToFetch is the ref a pool pod claimed by task must fetch before its agent starts: the
+// Task's own when it is not the pool's checkout (the repo's default branch), else "". Only a pod
+// with a git gateway (the repo has push configured) can fetch after its clone: the gateway holds
+// a credential once the pod is claimed, while the read credential went with workspace-init.
+func RefToFetch(task *tatarav1.Task, repo *tatarav1.ProjectRepo) string {
+	if task.Spec.Ref == "" || task.Spec.Ref == repo.DefaultBranch {
+		return ""
+	}
+	return task.Spec.Ref
 }
 
 // claimVolumes are a pool pod's claim directory (written by the cli, read by the wrapper and the

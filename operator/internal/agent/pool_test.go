@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -223,5 +224,47 @@ func TestAssignmentMatchesTheColdPod(t *testing.T) {
 	}
 	if err := a.Validate(); err != nil {
 		t.Error(err)
+	}
+	if a.Ref != "" {
+		t.Errorf("a Task on the default branch: assignment's ref %q, want none (the pool's checkout is it)", a.Ref)
+	}
+}
+
+// TestAssignmentNamesARefThePoolLacks: a Task on another ref than the pool's checkout has the
+// claimed pod fetch it, with the cold pod's depth and timeout; on the pool's own, nothing.
+func TestAssignmentNamesARefThePoolLacks(t *testing.T) {
+	depth := int32(5)
+	tests := []struct {
+		name, ref, defaultBranch, wantRef string
+	}{
+		{"the default branch", "main", "main", ""},
+		{"no ref", "", "main", ""},
+		{"another branch", "feature", "main", "feature"},
+		{"a commit", strings.Repeat("ab", 20), "main", strings.Repeat("ab", 20)},
+		{"the remote's default, unknown here", "main", "", "main"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			task, project := testTask(tatarav1.KindImplement), workspaceProject()
+			task.Spec.Ref = tt.ref
+			project.Spec.Repos[0].DefaultBranch = tt.defaultBranch
+			project.Spec.Workspace = tatarav1.ProjectWorkspace{CloneDepth: &depth, TimeoutSeconds: 42}
+			a := Assignment(task, project)
+			if a.Ref != tt.wantRef {
+				t.Fatalf("assignment's ref %q, want %q", a.Ref, tt.wantRef)
+			}
+			if err := a.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			if tt.wantRef == "" {
+				return
+			}
+			args := strings.Join(container(t, BuildPod(task, project, testConfig()), WorkspaceInitContainer).Args, " ")
+			for _, want := range []string{"--ref=" + a.Ref, fmt.Sprintf("--depth=%d", a.Depth), fmt.Sprintf("--timeout=%ds", a.TimeoutSeconds)} {
+				if !strings.Contains(args, want) {
+					t.Errorf("the cold pod's workspace-init args %q lack %q", args, want)
+				}
+			}
+		})
 	}
 }

@@ -87,20 +87,23 @@ func (r *TaskReconciler) claim(ctx context.Context, task *tatarav1.Task, project
 }
 
 // warmPoolFor is the Project's pool a Task may take a pod from: of its kind, cloning its repo (or
-// none, when it names none) at the ref it asks for. A Task asking for another ref, or a retry (a
-// pool pod's branch is the first attempt's), starts a pod of its own.
+// none, when it names none). A Task asking for another ref than the pool's checkout may take one
+// when the repo has push configured: the pod's git gateway fetches the ref once claimed
+// (agent.RefToFetch); without a gateway, the Task starts a pod of its own, as a retry does (a
+// pool pod's branch is the first attempt's).
 func warmPoolFor(project *tatarav1.Project, task *tatarav1.Task) (tatarav1.WarmPool, bool) {
 	pool, ok := poolOf(project, task.Spec.Kind)
 	if !ok || pool.Repo != task.Spec.Repo {
 		return pool, false
 	}
-	if task.Spec.Ref != "" {
-		repo := project.Repo(task.Spec.Repo)
-		if repo == nil || task.Spec.Ref != repo.DefaultBranch {
-			return pool, false
-		}
+	if task.Spec.Repo == "" {
+		return pool, true
 	}
-	return pool, true
+	repo := project.Repo(task.Spec.Repo)
+	if repo == nil {
+		return pool, false
+	}
+	return pool, agent.RefToFetch(task, repo) == "" || repo.Push != nil
 }
 
 // claimablePod picks a ready pod of pool, built from what the pool is built from now, other than

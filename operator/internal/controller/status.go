@@ -47,7 +47,11 @@ func (r *TaskReconciler) mirrorPod(task *tatarav1.Task, pod *corev1.Pod, retry b
 		r.endTask(task, tatarav1.PhaseSucceeded, tatarav1.ReasonPodSucceeded, msg)
 	case corev1.PodFailed:
 		reason, msg := podFailure(pod)
-		if f, ok := workspaceFailure(pod); ok {
+		f, ok := workspaceFailure(pod)
+		if !ok {
+			f, ok = checkoutFailure(task, pod)
+		}
+		if ok {
 			reason = tatarav1.ReasonWorkspaceFailed
 			msg = fmt.Sprintf("workspace not prepared, agent not started: %s: %s", f.Reason, f.Message)
 			meta.SetStatusCondition(&task.Status.Conditions, metav1.Condition{
@@ -249,6 +253,27 @@ func workspaceFailure(pod *corev1.Pod) (workspace.Failure, bool) {
 				"%s exited with code %d (%s) and left no message", s.Name, t.ExitCode, t.Reason)}, true
 		}
 		return workspace.ParseFailure(t.Message), true
+	}
+	return workspace.Failure{}, false
+}
+
+// checkoutFailure reads why a claimed pool pod's wrapper could not check out its Task's ref before
+// the agent started (it exited workspace.ExitCheckoutFailed). The wrapper's container is the
+// agent's, whose code could write such a message and exit so itself, so only the reason, one of
+// workspace.Reasons, is taken from it; the message is the operator's own (git's output is in the
+// wrapper's log), and nothing the agent wrote reaches the Task's status.
+func checkoutFailure(task *tatarav1.Task, pod *corev1.Pod) (workspace.Failure, bool) {
+	if a := task.Status.CurrentAttempt(); a == nil || !a.Warm {
+		return workspace.Failure{}, false
+	}
+	for _, s := range pod.Status.ContainerStatuses {
+		t := s.State.Terminated
+		if s.Name != agent.WrapperContainer || t == nil || t.ExitCode != workspace.ExitCheckoutFailed {
+			continue
+		}
+		return workspace.Failure{Reason: workspace.ParseFailure(t.Message).Reason, Message: fmt.Sprintf(
+			"the claimed pool pod %s could not check out ref %q fetched through its git gateway (the wrapper's log has git's output)",
+			pod.Name, task.Spec.Ref)}, true
 	}
 	return workspace.Failure{}, false
 }

@@ -283,7 +283,9 @@ func TestWarmPoolClaims(t *testing.T) {
 		}
 	}
 
-	// A Task that asks for another ref than the pool's checkout starts cold.
+	// A Task that asks for another ref than the pool's checkout starts cold: the repo has no push
+	// configured, so its pods have no git gateway to fetch the ref through
+	// (TestWarmPoolFetchesAnotherRef has one).
 	other := &tatarav1.Task{ObjectMeta: metav1.ObjectMeta{Name: "other-ref", Namespace: ns}, Spec: tatarav1.TaskSpec{
 		Kind: tatarav1.KindImplement, ProjectRef: tatarav1.ProjectReference{Name: "p"}, Repo: "operator", Ref: "feature", Directive: "x"}}
 	if err := k8s.Create(context.Background(), other); err != nil {
@@ -440,6 +442,46 @@ func TestWarmPoolRepoMustBeTheProjects(t *testing.T) {
 	p.Spec.WarmPool[0].Size = tatarav1.MaxWarmPoolSize + 1
 	if err := k8s.Create(context.Background(), p); err == nil || !strings.Contains(err.Error(), "size") {
 		t.Fatalf("create with a pool above %d pods: %v, want the CRD's refusal", tatarav1.MaxWarmPoolSize, err)
+	}
+}
+
+// TestWarmPoolFetchesAnotherRef: with push configured, a Task on another ref than the pool's
+// checkout claims a pool pod, whose claim tells it to fetch that ref, with the Project's depth and
+// timeout; a Task on the pool's own ref gets no ref to fetch.
+func TestWarmPoolFetchesAnotherRef(t *testing.T) {
+	op := startOperator(t)
+	ns := newNamespace(t)
+	newProject(t, ns, "p", withWarmPool(1), func(p *tatarav1.Project) {
+		p.Spec.Repos[0].Push = &tatarav1.RepoPush{SecretName: "operator-push"}
+	})
+	for _, tc := range []struct{ name, ref, wantRef string }{
+		{"on-feature", "feature", "feature"},
+		{"on-main", "main", ""},
+	} {
+		pod := waitPool(t, ns, 1)[0]
+		task := &tatarav1.Task{ObjectMeta: metav1.ObjectMeta{Name: tc.name, Namespace: ns}, Spec: tatarav1.TaskSpec{
+			Kind: tatarav1.KindImplement, ProjectRef: tatarav1.ProjectReference{Name: "p"}, Repo: "operator", Ref: tc.ref, Directive: "x"}}
+		if err := k8s.Create(context.Background(), task); err != nil {
+			t.Fatal(err)
+		}
+		var a *tatarav1.TaskAttempt
+		eventually(t, 20*time.Second, "task "+task.Name+" claims the pool's pod", func() error {
+			if a = getTask(t, ns, task.Name).Status.CurrentAttempt(); a == nil || a.PodUID == "" {
+				return fmt.Errorf("no attempt with a pod yet")
+			}
+			return nil
+		})
+		if !a.Warm || a.PodName != pod.Name {
+			t.Fatalf("task %s: attempt %+v, want a claim of pool pod %s", task.Name, a, pod.Name)
+		}
+		r := askClaim(t, op.url, podToken(t, &pod, claim.Audience), 0)
+		if r.code != http.StatusOK || r.answer.Task != task.Name {
+			t.Fatalf("claim of pod %s: %d %s, want 200 naming %s", pod.Name, r.code, r.raw, task.Name)
+		}
+		if got := r.answer.Assignment; got.Ref != tc.wantRef || got.PushBranch != agent.PushBranch(getTask(t, ns, task.Name)) ||
+			(tc.wantRef != "" && (got.Depth != agent.DefaultCloneDepth || got.TimeoutSeconds != agent.DefaultCloneTimeoutSeconds)) {
+			t.Errorf("task %s's assignment %+v, want ref %q with the default depth and timeout", task.Name, got, tc.wantRef)
+		}
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"tatara.dev/cli/pkg/claim"
+	ws "tatara.dev/cli/pkg/workspace"
 )
 
 // recordingAgent records what the agent was started with (its directory, the checkout's branch
@@ -20,6 +21,7 @@ for prompt; do :; done
 {
 	echo "dir=$(pwd -P)"
 	echo "branch=$(git branch --show-current 2> /dev/null)"
+	echo "head=$(git rev-parse HEAD 2> /dev/null)"
 	echo "user.name=$(git config user.name 2> /dev/null)"
 	echo "user.email=$(git config user.email 2> /dev/null)"
 	echo "TATARA_TASK=$TATARA_TASK"
@@ -30,13 +32,18 @@ for prompt; do :; done
 exec "$STANDIN" "$@"
 `
 
+// terminationLogName is the pool wrapper's termination log, in its working directory.
+const terminationLogName = "termination-log"
+
 // startPoolWrapper starts the wrapper as in a pool pod: no Task, no directive, a claim file
 // (not written yet) and an MCP URL where nothing listens yet; the agent is agentCommand.
 func startPoolWrapper(t *testing.T, agentCommand, claimFile, mcpURL string, env ...string) *wrapperRun {
 	t.Helper()
 	wrapper, _ := build(t)
-	cmd := exec.Command(wrapper, "--metrics-addr", "127.0.0.1:0", "--poll-interval", "20ms")
-	cmd.Dir = t.TempDir()
+	dir := t.TempDir()
+	cmd := exec.Command(wrapper, "--metrics-addr", "127.0.0.1:0", "--poll-interval", "20ms",
+		"--termination-log", filepath.Join(dir, terminationLogName))
+	cmd.Dir = dir
 	cmd.Env = append([]string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(),
 		"TATARA_PROJECT=proj", "TATARA_TASK_KIND=implement",
@@ -66,6 +73,36 @@ func newCheckout(t *testing.T) string {
 	return dir
 }
 
+// clonedCheckout makes a bare repository with main and a branch topic one commit ahead, and a
+// clone of main one commit deep whose origin is it, as a pool pod's workspace-init leaves it; it
+// returns the clone's dir and topic's commit.
+func clonedCheckout(t *testing.T) (dir, topic string) {
+	t.Helper()
+	src, bare := filepath.Join(t.TempDir(), "src"), filepath.Join(t.TempDir(), "src.git")
+	dir = filepath.Join(t.TempDir(), "demo")
+	id := []string{"-c", "user.name=seed", "-c", "user.email=seed@example.com"}
+	for _, args := range [][]string{
+		{"init", "-q", "-b", "main", src},
+		append(append([]string{"-C", src}, id...), "commit", "-q", "--allow-empty", "-m", "seed"),
+		{"-C", src, "switch", "-q", "-c", "topic"},
+		append(append([]string{"-C", src}, id...), "commit", "-q", "--allow-empty", "-m", "topic"),
+		{"-C", src, "switch", "-q", "main"},
+		{"clone", "-q", "--bare", src, bare},
+		{"clone", "-q", "--depth", "1", "file://" + bare, dir},
+	} {
+		cmd := exec.Command("git", args...)
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	out, err := exec.Command("git", "-C", bare, "rev-parse", "topic").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, strings.TrimSpace(string(out))
+}
+
 // A pool pod's wrapper waits for its MCP server beyond --mcp-wait (the cli opens it only once a
 // Task claimed the pod), then reads the claim and starts the agent for the claiming Task: its
 // directive as the prompt, its variables in the agent's environment, in its checkout, on the
@@ -76,8 +113,10 @@ func TestWrapperInAPoolPodRunsTheClaimingTask(t *testing.T) {
 		name       string
 		repo       bool
 		pushBranch string
+		ref        bool // the Task asks for topic, not the pool's main
 	}{
 		{name: "checkout with a push branch", repo: true, pushBranch: "tatara/claimed-task-1a2b3c4d"},
+		{name: "another ref than the pool's", repo: true, pushBranch: "tatara/claimed-task-1a2b3c4d", ref: true},
 		{name: "checkout without push", repo: true},
 		{name: "no repository"},
 	}
@@ -94,9 +133,14 @@ func TestWrapperInAPoolPodRunsTheClaimingTask(t *testing.T) {
 			mcpURL := freedURL(t)
 			a := claim.Assignment{Project: "proj", Task: "claimed-task", Kind: "implement", Directive: "say hello from the claim",
 				AuthorName: "Tatara Agent", AuthorEmail: "agent@tatara.dev"}
+			var topic string
 			if tt.repo {
 				a.RepoDir = newCheckout(t)
 				a.PushBranch = tt.pushBranch
+			}
+			if tt.ref {
+				a.RepoDir, topic = clonedCheckout(t)
+				a.Ref, a.Depth, a.TimeoutSeconds = "topic", 1, 60
 			}
 			r := startPoolWrapper(t, agentScript, claimFile, mcpURL,
 				"TATARA_WRAPPER_MCP_WAIT=300ms", "POOL_TEST_OUT="+out, "STANDIN="+standin)
@@ -148,6 +192,9 @@ func TestWrapperInAPoolPodRunsTheClaimingTask(t *testing.T) {
 				if tt.pushBranch != "" {
 					want["branch"] = tt.pushBranch
 				}
+				if tt.ref {
+					want["head"] = topic
+				}
 			} else {
 				want["dir"] = r.cmd.Dir
 				if resolved, err := filepath.EvalSymlinks(r.cmd.Dir); err == nil {
@@ -170,6 +217,37 @@ func TestWrapperInAPoolPodRunsTheClaimingTask(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A claimed pod whose Task names a ref its origin lacks ends with workspace.ExitCheckoutFailed
+// and the reason in its termination message, without starting the agent.
+func TestWrapperInAPoolPodReportsAMissingRef(t *testing.T) {
+	_, standin := build(t)
+	dir := t.TempDir()
+	claimFile := filepath.Join(dir, "assignment.json")
+	checkout, _ := clonedCheckout(t)
+	a := claim.Assignment{Project: "proj", Task: "claimed-task", Kind: "implement", Directive: "d",
+		RepoDir: checkout, PushBranch: "tatara/claimed-task-1a2b3c4d", Ref: "no-such-branch", Depth: 1, TimeoutSeconds: 60}
+	if err := claim.WriteFile(claimFile, a); err != nil {
+		t.Fatal(err)
+	}
+	r := startPoolWrapper(t, standin, claimFile, mcpListener(t))
+	if code := r.wait(t); code != ws.ExitCheckoutFailed {
+		t.Fatalf("exit code = %d, want %d", code, ws.ExitCheckoutFailed)
+	}
+	raw, err := os.ReadFile(filepath.Join(r.cmd.Dir, terminationLogName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := ws.ParseFailure(string(raw)); f.Reason != ws.RefNotFound || !strings.Contains(f.Message, "no-such-branch") {
+		t.Errorf("termination message %+v, want RefNotFound naming the ref", f)
+	}
+	if l := r.waitLog(t, "workspace failed"); l["reason"] != ws.RefNotFound || l["task"] != "claimed-task" {
+		t.Errorf("workspace failed line = %v", l)
+	}
+	if got := r.find("agent started"); len(got) > 0 {
+		t.Errorf("the agent started: %v", got)
 	}
 }
 

@@ -28,14 +28,17 @@ import (
 	"tatara.dev/cli/pkg/claim"
 	"tatara.dev/cli/pkg/redact"
 	"tatara.dev/cli/pkg/scrapewait"
+	ws "tatara.dev/cli/pkg/workspace"
 	"tatara.dev/wrapper/internal/agent"
 	"tatara.dev/wrapper/internal/metrics"
 	"tatara.dev/wrapper/internal/pid1"
 	"tatara.dev/wrapper/internal/server"
 	"tatara.dev/wrapper/internal/transcript"
+	"tatara.dev/wrapper/internal/workspace"
 )
 
-// Exit codes of the wrapper itself; any other code is the agent's.
+// Exit codes of the wrapper itself, and workspace.ExitCheckoutFailed (cli/pkg/workspace); any
+// other code is the agent's.
 const (
 	ExitUsage      = 2   // bad flags or environment
 	ExitSetup      = 3   // could not prepare the run (listen, write config)
@@ -66,6 +69,8 @@ type Config struct {
 	// ClaimFile is set in a warm pool's pod (claim.EnvFile): Task and Directive are empty until
 	// the claim assignment there gives them, and the MCP wait has no time limit.
 	ClaimFile string
+	// TerminationLog gets the reason when a claimed pod's checkout of its Task's ref fails.
+	TerminationLog string
 }
 
 // ParseConfig reads the settings from args (flags) and getenv.
@@ -110,6 +115,7 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 		}
 	}
 	fs.DurationVar(&c.MCPWait, "mcp-wait", mcpWaitDef, "start the agent only once the MCP server accepts a connection, waiting at most this long (env TATARA_WRAPPER_MCP_WAIT; no limit in a pool pod)")
+	fs.StringVar(&c.TerminationLog, "termination-log", workspace.DefaultTerminationLog, "file a claimed pod's failed checkout of its Task's ref is reported in, for the operator")
 	level := fs.String("log-level", def("TATARA_WRAPPER_LOG_LEVEL", "info"), "debug, info, warn or error (env TATARA_WRAPPER_LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
 		return c, fmt.Errorf("failed to parse flags %q: %w", strings.Join(args, " "), err)
@@ -241,7 +247,11 @@ func run(cfg Config, red *redact.Redactor, stderr io.Writer, environ []string) i
 		log = newLogger(stderr, red, cfg)
 		log.Info("pod claimed", slog.Duration("waited", time.Since(start).Round(time.Millisecond)), slog.String("claim_file", cfg.ClaimFile),
 			slog.String("repo_dir", a.RepoDir), slog.String("push_branch", a.PushBranch))
-		if err := prepareCheckout(context.Background(), a); err != nil {
+		if err := prepareCheckout(context.Background(), a, log); err != nil {
+			if we := (*workspace.Error)(nil); errors.As(err, &we) {
+				workspace.ReportFailure(err, cfg.TerminationLog, log)
+				return ws.ExitCheckoutFailed
+			}
 			log.Error("failed to prepare the claimed task's checkout", slog.Any("error", err))
 			return ExitSetup
 		}

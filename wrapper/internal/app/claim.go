@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"slices"
@@ -13,6 +14,7 @@ import (
 
 	"tatara.dev/cli/pkg/claim"
 	"tatara.dev/wrapper/internal/transcript"
+	"tatara.dev/wrapper/internal/workspace"
 )
 
 // In a warm pool's pod the wrapper starts before any Task exists: its Task and directive come
@@ -53,12 +55,19 @@ func applyClaim(cfg Config, environ []string, a claim.Assignment) (Config, []str
 }
 
 // prepareCheckout does to the pool pod's checkout what workspace-init does to a cold pod's after
-// the clone (workspace.Prepare): the Task's git identity, and the local branch the agent starts
-// on, named after the branch the git gateway lets it push. The pool pod's workspace-init cloned
-// before any Task existed, so it could do neither.
-func prepareCheckout(ctx context.Context, a claim.Assignment) error {
+// the clone (workspace.Prepare): the Task's ref when it is not the pool's (fetched through the git
+// gateway, which now knows the Task), the Task's git identity, and the local branch the agent
+// starts on, named after the branch the git gateway lets it push. The pool pod's workspace-init
+// cloned before any Task existed, so it could do none of these. A failed fetch is a
+// *workspace.Error, the Task's workspace failure; any other error is the wrapper's.
+func prepareCheckout(ctx context.Context, a claim.Assignment, log *slog.Logger) error {
 	if a.RepoDir == "" {
 		return nil
+	}
+	if a.Ref != "" {
+		if err := workspace.FetchRef(ctx, a.RepoDir, a.Ref, int(a.Depth), time.Duration(a.TimeoutSeconds)*time.Second, log); err != nil {
+			return err
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, gitSetupTimeout)
 	defer cancel()

@@ -66,12 +66,18 @@ func Main(args []string, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
+	ReportFailure(err, terminationLog, log)
+	return ExitFailed
+}
+
+// ReportFailure logs err's classified reason and writes it to the termination log, where the
+// operator reads it.
+func ReportFailure(err error, terminationLog string, log *slog.Logger) {
 	f := Failure(err)
 	log.Error("workspace failed", slog.String("reason", f.Reason), slog.String("message", f.Message))
 	if werr := os.WriteFile(terminationLog, f.Encode(), 0o644); werr != nil {
 		log.Error("failed to write the termination message", slog.String("path", terminationLog), slog.Any("error", werr))
 	}
-	return ExitFailed
 }
 
 // maxCredentialInput bounds what git may send the credential helper.

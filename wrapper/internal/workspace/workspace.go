@@ -213,18 +213,7 @@ func depthArgs(depth int) []string {
 // cleanup that removes the key's copy.
 func credentialEnv(opts Options) (env []string, secret string, cleanup func(), err error) {
 	cleanup = func() {}
-	env = []string{
-		"PATH=" + os.Getenv("PATH"),
-		"HOME=" + opts.ScratchDir,
-		"LC_ALL=C",
-		"GIT_CONFIG_NOSYSTEM=1",
-		"GIT_CONFIG_GLOBAL=/dev/null",
-		"GIT_TERMINAL_PROMPT=0",
-		"GIT_SSH_VARIANT=ssh",
-		// A stalled transfer (under 1 KiB/s for 30 s) fails before the overall timeout.
-		"GIT_HTTP_LOW_SPEED_LIMIT=1024",
-		"GIT_HTTP_LOW_SPEED_TIME=30",
-	}
+	env = baseGitEnv(opts.ScratchDir)
 	if opts.CredentialsDir == "" {
 		return env, "", cleanup, nil
 	}
@@ -276,6 +265,60 @@ func credentialEnv(opts Options) (env []string, secret string, cleanup func(), e
 		"GIT_CONFIG_KEY_0=credential.helper", "GIT_CONFIG_VALUE_0=",
 		"GIT_CONFIG_KEY_1=credential.helper", "GIT_CONFIG_VALUE_1=!"+helper)
 	return env, token, cleanup, nil
+}
+
+// baseGitEnv is the environment of every git command here, credentials aside: no system or global
+// config, no prompts, the C locale (the classifier reads English messages), HOME as given.
+func baseGitEnv(home string) []string {
+	return []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + home,
+		"LC_ALL=C",
+		"GIT_CONFIG_NOSYSTEM=1",
+		"GIT_CONFIG_GLOBAL=/dev/null",
+		"GIT_TERMINAL_PROMPT=0",
+		"GIT_SSH_VARIANT=ssh",
+		// A stalled transfer (under 1 KiB/s for 30 s) fails before the overall timeout.
+		"GIT_HTTP_LOW_SPEED_LIMIT=1024",
+		"GIT_HTTP_LOW_SPEED_TIME=30",
+	}
+}
+
+// FetchRef checks out ref, detached, in the existing clone dir: fetched from its origin, depth
+// commits deep (0: the whole history). A claimed warm-pool pod does this when its Task asks for
+// another ref than the pool's checkout; there origin is the pod's git gateway, which adds the
+// credential, so none is needed here, and git's negotiation sends only what the clone lacks. Its
+// error is an *Error naming the reason, as Prepare's.
+func FetchRef(ctx context.Context, dir, ref string, depth int, timeout time.Duration, log *slog.Logger) error {
+	start := time.Now()
+	switch {
+	case ref == "" || strings.HasPrefix(ref, "-"):
+		return &Error{ws.RefNotFound, fmt.Sprintf("ref %q is empty or starts with '-'", ref)}
+	case depth < 0:
+		return &Error{ws.CloneFailed, fmt.Sprintf("depth %d is negative", depth)}
+	case timeout <= 0:
+		return &Error{ws.CloneFailed, fmt.Sprintf("timeout %s is not positive", timeout)}
+	}
+	gitPath, err := exec.LookPath("git")
+	if err != nil {
+		return &Error{ws.GitUnavailable, fmt.Sprintf("git is not in this image: %v", err)}
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	r := &runner{git: gitPath, env: baseGitEnv(os.Getenv("HOME")), red: redact.New(), timeout: timeout}
+	if err := r.run(ctx, dir, append(append([]string{"fetch", "-q", "--no-tags"}, depthArgs(depth)...), "origin", ref)...); err != nil {
+		return err
+	}
+	if err := r.run(ctx, dir, "checkout", "-q", "--detach", "FETCH_HEAD"); err != nil {
+		return err
+	}
+	head, err := r.output(ctx, dir, "rev-parse", "HEAD")
+	if err != nil {
+		return err
+	}
+	log.Info("workspace ref fetched", slog.String("dir", dir), slog.String("ref", ref), slog.Int("depth", depth),
+		slog.String("head", head), slog.Float64("fetch_seconds", time.Since(start).Seconds()))
+	return nil
 }
 
 // readSecretFile reads a mounted Secret value, without its trailing newline; empty is an error.

@@ -3,12 +3,14 @@ package workspace
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -115,6 +117,92 @@ func TestPrepareClones(t *testing.T) {
 			}
 			if email := git(t, o.Dir, "config", "user.email"); email != o.AuthorEmail {
 				t.Errorf("user.email %q, want %q", email, o.AuthorEmail)
+			}
+		})
+	}
+}
+
+// objectCount is the number of objects in the clone dir, loose and packed.
+func objectCount(t *testing.T, dir string) int {
+	t.Helper()
+	n := 0
+	for _, line := range strings.Split(git(t, dir, "count-objects", "-v"), "\n") {
+		k, v, _ := strings.Cut(line, ": ")
+		if k == "count" || k == "in-pack" {
+			i, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatalf("count-objects line %q: %v", line, err)
+			}
+			n += i
+		}
+	}
+	return n
+}
+
+// TestFetchRef: a clone of the default branch, as a warm pool's pod has, checks out another ref
+// afterwards, shallow as asked, receiving only the objects it lacks; a missing ref is RefNotFound.
+func TestFetchRef(t *testing.T) {
+	work := t.TempDir()
+	git(t, work, "init", "-q", "-b", "main")
+	for i := range 20 {
+		if err := os.WriteFile(filepath.Join(work, fmt.Sprintf("f%02d.txt", i)), []byte(fmt.Sprintf("file %d\n", i)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git(t, work, "add", ".")
+	git(t, work, "commit", "-q", "-m", "twenty files")
+	base := git(t, work, "rev-parse", "HEAD")
+	git(t, work, "switch", "-q", "-c", "topic")
+	if err := os.WriteFile(filepath.Join(work, "new.txt"), []byte("new\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git(t, work, "add", "new.txt")
+	git(t, work, "commit", "-q", "-m", "one more file")
+	topic := git(t, work, "rev-parse", "HEAD")
+	git(t, work, "tag", "v2")
+	git(t, work, "switch", "-q", "main")
+	bare := filepath.Join(t.TempDir(), "src.git")
+	git(t, "", "clone", "-q", "--bare", work, bare)
+
+	tests := []struct {
+		name, ref, wantHead string
+		wantObjects         int // received by the fetch
+		wantReason          string
+	}{
+		{"branch: only the difference", "topic", topic, 3, ""}, // the commit, its tree, new.txt
+		{"tag", "v2", topic, 3, ""},                            // a lightweight tag: the same three
+		{"commit id", topic, topic, 3, ""},
+		{"missing branch", "no-such-branch", "", 0, ws.RefNotFound},
+		{"ref read as an option", "--upload-pack=touch /tmp/pwned", "", 0, ws.RefNotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := testOptions(t, "file://"+bare)
+			if err := Prepare(context.Background(), o, discard()); err != nil {
+				t.Fatal(err)
+			}
+			before := objectCount(t, o.Dir)
+			err := FetchRef(context.Background(), o.Dir, tt.ref, 1, time.Minute, discard())
+			if tt.wantReason != "" {
+				if f := Failure(err); f.Reason != tt.wantReason {
+					t.Fatalf("reason %s (%v), want %s", f.Reason, err, tt.wantReason)
+				}
+				if head := git(t, o.Dir, "rev-parse", "HEAD"); head != base {
+					t.Errorf("HEAD moved to %s after a failed fetch", head)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if head := git(t, o.Dir, "rev-parse", "HEAD"); head != tt.wantHead {
+				t.Errorf("HEAD %s, want %s", head, tt.wantHead)
+			}
+			if got := objectCount(t, o.Dir) - before; got != tt.wantObjects {
+				t.Errorf("the fetch received %d objects, want %d", got, tt.wantObjects)
+			}
+			if n := git(t, o.Dir, "rev-list", "--count", "HEAD"); n != "1" {
+				t.Errorf("history of %s commits after a fetch of depth 1, want 1", n)
 			}
 		})
 	}
