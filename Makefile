@@ -129,7 +129,7 @@ OPERATOR_VERSION := $(call chart_app_version,tatara-operator)
 STANDIN_VERSION := $(WRAPPER_VERSION)
 
 # Binaries: <name>_MODULE, _PKG (inside the module), _VERSION.
-BINARIES := tatara wrapper cp operator agent-standin model-standin git-server
+BINARIES := tatara wrapper operator agent-standin model-standin git-server
 tatara_MODULE := cli
 tatara_PKG := ./cmd/tatara
 tatara_VERSION := $(CLI_VERSION)
@@ -138,10 +138,6 @@ REVISION ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 wrapper_MODULE := wrapper
 wrapper_PKG := ./cmd/wrapper
 wrapper_VERSION := $(WRAPPER_VERSION)
-# The static cp of the FROM-scratch wrapper image (the wrapper-install init container runs it).
-cp_MODULE := wrapper
-cp_PKG := ./cmd/cp
-cp_VERSION := $(WRAPPER_VERSION)
 operator_MODULE := operator
 operator_PKG := ./cmd
 operator_VERSION := $(OPERATOR_VERSION)
@@ -289,16 +285,15 @@ helmfile: ## Install the pinned helmfile into the cache; print its path.
 
 # Images `make images` builds: <registry>/<name>:<version>, the version being the component's.
 IMAGE_REGISTRY ?= tatara.local
-# Images built FROM scratch from hack/image/Dockerfile, and the agent image (hack/agent-image.sh).
-IMAGE_NAMES := tatara-cli tatara-wrapper tatara-operator tatara-model-standin
+# Images built FROM scratch from hack/image/Dockerfile; the images that run git are built from one
+# Debian root filesystem (hack/lib/git-rootfs.sh): the wrapper's, the agent's and the git server's.
+IMAGE_NAMES := tatara-cli tatara-operator tatara-model-standin
 tatara-cli_VERSION := $(CLI_VERSION)
-tatara-wrapper_VERSION := $(WRAPPER_VERSION)
-# The static cp of the FROM-scratch wrapper image (the wrapper-install init container runs it).
-cp_MODULE := wrapper
-cp_PKG := ./cmd/cp
-cp_VERSION := $(WRAPPER_VERSION)
 tatara-operator_VERSION := $(OPERATOR_VERSION)
 tatara-model-standin_VERSION := $(STANDIN_VERSION)
+# The wrapper image (hack/wrapper-image.sh): the static wrapper and git, since workspace-init clones
+# with it and installs the wrapper for an agent image in the same init container.
+WRAPPER_IMAGE := $(IMAGE_REGISTRY)/tatara-wrapper:$(WRAPPER_VERSION)
 AGENT_IMAGE := $(IMAGE_REGISTRY)/tatara-agent-claude:$(CLAUDE_CODE_VERSION)
 # The e2e git server (hack/git-server-image.sh): the agent image's Debian root filesystem (git)
 # plus the static git-server binary.
@@ -309,15 +304,15 @@ GIT_SERVER_IMAGE := $(IMAGE_REGISTRY)/tatara-git-server:$(STANDIN_VERSION)
 MONITORING_IMAGES := $(IMAGE_REGISTRY)/prometheus-operator:$(PROMETHEUS_OPERATOR_VERSION) \
 	$(IMAGE_REGISTRY)/prometheus-config-reloader:$(PROMETHEUS_OPERATOR_VERSION) \
 	$(IMAGE_REGISTRY)/prometheus:$(PROMETHEUS_VERSION)
-IMAGE_REFS := $(foreach i,$(IMAGE_NAMES),$(IMAGE_REGISTRY)/$(i):$($(i)_VERSION)) $(AGENT_IMAGE) $(GIT_SERVER_IMAGE) $(MONITORING_IMAGES)
+IMAGE_REFS := $(foreach i,$(IMAGE_NAMES),$(IMAGE_REGISTRY)/$(i):$($(i)_VERSION)) $(WRAPPER_IMAGE) $(AGENT_IMAGE) $(GIT_SERVER_IMAGE) $(MONITORING_IMAGES)
 IMAGE_CONTEXT := $(BIN_DIR)/image-context
 # The binaries the images hold (the agent stand-in is only for the wrapper's tests).
-IMAGE_BINARIES := tatara wrapper cp operator model-standin git-server
+IMAGE_BINARIES := tatara wrapper operator model-standin git-server
 # Images are linux binaries of the host's architecture (kind runs on this host).
 IMAGE_GOARCH ?= $(shell go env GOARCH)
 
 .PHONY: images
-images: ## Build the images (FROM scratch, the Claude Code agent image, the e2e git server and monitoring stack), tagged with the pinned versions.
+images: ## Build the images (FROM scratch, the wrapper and Claude Code agent images with git, the e2e git server and monitoring stack), tagged with the pinned versions.
 	@hack/ensure-docker.sh
 	@$(foreach b,$(IMAGE_BINARIES),[ -f $($(b)_MODULE)/go.mod ] || { echo "make images: module $($(b)_MODULE)/ (binary $(b)) is missing from this checkout"; exit 1; };)
 	@mkdir -p $(IMAGE_CONTEXT)
@@ -325,6 +320,7 @@ images: ## Build the images (FROM scratch, the Claude Code agent image, the e2e 
 	@$(foreach i,$(IMAGE_NAMES),echo "== image $(IMAGE_REGISTRY)/$(i):$($(i)_VERSION)"; \
 		docker build -q --target $(i) --build-arg VERSION=$($(i)_VERSION) -t $(IMAGE_REGISTRY)/$(i):$($(i)_VERSION) \
 		-f hack/image/Dockerfile $(IMAGE_CONTEXT) 2>&1 >/dev/null | sed '/legacy builder is deprecated/,/buildx\//d' &&) true
+	@echo "== image $(WRAPPER_IMAGE)"; WRAPPER_BINARY=$(IMAGE_CONTEXT)/wrapper hack/wrapper-image.sh $(WRAPPER_IMAGE)
 	@echo "== image $(AGENT_IMAGE)"; GOARCH=$(IMAGE_GOARCH) hack/agent-image.sh $(AGENT_IMAGE)
 	@echo "== image $(GIT_SERVER_IMAGE)"; GIT_SERVER_BINARY=$(IMAGE_CONTEXT)/git-server hack/git-server-image.sh $(GIT_SERVER_IMAGE)
 	@echo "== images $(MONITORING_IMAGES)"; IMAGE_REGISTRY=$(IMAGE_REGISTRY) GOARCH=$(IMAGE_GOARCH) hack/monitoring-images.sh

@@ -21,9 +21,6 @@ CACHE="${TATARA_CACHE:-${HOME}/.cache/tatara}"
 DEB_CACHE="${CACHE}/debian"
 IMAGE="${1:-tatara.local/tatara-agent-claude:${CLAUDE_CODE_VERSION}}"
 INPUTS_LABEL="dev.tatara.agent-image.inputs"
-AGENT_UID=65532
-# Only what the agent needs to work in a repository: git and ssh (hack/lib/git-rootfs.sh).
-AGENT_PACKAGES=("${GIT_ROOTFS_PACKAGES[@]}")
 
 log() { printf '[agent-image %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -37,15 +34,14 @@ main() {
 	debian_init
 	local claude rootfs hash
 	claude="$("${ROOT}/hack/claude-code.sh")"
-	mkdir -p "${DEB_CACHE}"
-	rootfs="$(cached_rootfs agent "${AGENT_PACKAGES[@]}")"
+	rootfs="$(git_rootfs)"
 	hash="$({
 		echo "${IMAGE} ${SUITE} ${MIRROR}"
 		sha256sum "${claude}"
-		printf '%s\n' "${AGENT_PACKAGES[@]}"
+		printf '%s\n' "${GIT_ROOTFS_PACKAGES[@]}"
 		cat "${BASH_SOURCE[0]}" "${ROOT}/hack/lib/debian.sh" "${ROOT}/hack/lib/git-rootfs.sh"
 	} | sha256sum | cut -c1-32)"
-	if [[ "$(docker image inspect -f "{{ index .Config.Labels \"${INPUTS_LABEL}\" }}" "${IMAGE}" 2>/dev/null || true)" == "${hash}" ]]; then
+	if git_image_up_to_date "${IMAGE}" "${INPUTS_LABEL}" "${hash}"; then
 		log "${IMAGE} is up to date"
 		return
 	fi
@@ -54,24 +50,15 @@ main() {
 	trap 'rm -rf "${work:?}"' EXIT
 	tar --numeric-owner -C "${work}" -xf "${rootfs}"
 	install -m 0755 "${claude}" "${work}/usr/local/bin/claude"
-	# A passwd entry for the agent's UID: git and ssh look the user up. HOME itself is the pod's
-	# emptyDir; nothing in the image is writable by the agent.
-	echo "agent:x:${AGENT_UID}:${AGENT_UID}:agent:/home/agent:/bin/bash" >>"${work}/etc/passwd"
-	echo "agent:x:${AGENT_UID}:" >>"${work}/etc/group"
+	# HOME itself is the pod's emptyDir; nothing in the image is writable by the agent.
 	mkdir -p "${work}/home/agent" "${work}/workspace"
-	chown "${AGENT_UID}:${AGENT_UID}" "${work}/home/agent" "${work}/workspace"
-	chmod 1777 "${work}/tmp"
-	# No apt in the image: nothing installs packages at run time.
-	rm -rf "${work}"/var/lib/apt "${work}"/var/cache/apt "${work}"/etc/apt "${work}"/usr/bin/apt* "${work}"/usr/lib/apt
-
-	tar --numeric-owner -C "${work}" -c . | docker import \
-		--change "USER ${AGENT_UID}:${AGENT_UID}" \
-		--change 'ENV PATH=/usr/local/bin:/usr/bin:/bin HOME=/home/agent' \
-		--change 'WORKDIR /workspace' \
-		--change 'ENTRYPOINT ["/usr/local/bin/claude"]' \
-		--change "LABEL ${INPUTS_LABEL}=${hash} org.opencontainers.image.title=tatara-agent-claude org.opencontainers.image.version=${CLAUDE_CODE_VERSION} org.opencontainers.image.vendor=Tatara" \
-		- "${IMAGE}" >/dev/null
-	log "built ${IMAGE}: $(docker image inspect -f '{{.Size}}' "${IMAGE}" | numfmt --to=iec) (claude ${CLAUDE_CODE_VERSION}, ${SUITE}: ${AGENT_PACKAGES[*]})"
+	chown "${GIT_IMAGE_UID}:${GIT_IMAGE_UID}" "${work}/home/agent" "${work}/workspace"
+	git_image_import "${work}" "${IMAGE}" agent /home/agent /bin/bash \
+		'ENV PATH=/usr/local/bin:/usr/bin:/bin HOME=/home/agent' \
+		'WORKDIR /workspace' \
+		'ENTRYPOINT ["/usr/local/bin/claude"]' \
+		"LABEL ${INPUTS_LABEL}=${hash} org.opencontainers.image.title=tatara-agent-claude org.opencontainers.image.version=${CLAUDE_CODE_VERSION} org.opencontainers.image.vendor=Tatara"
+	log "built ${IMAGE}: $(docker image inspect -f '{{.Size}}' "${IMAGE}" | numfmt --to=iec) (claude ${CLAUDE_CODE_VERSION}, ${SUITE}: ${GIT_ROOTFS_PACKAGES[*]})"
 }
 
 main "$@"

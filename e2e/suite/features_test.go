@@ -469,8 +469,9 @@ func TestTerminalIntent(t *testing.T) {
 }
 
 // checkAgentImageHostsWrapper: with the Project's agent image, the main container runs that image
-// and the wrapper reached it through the wrapper-install init container (wrapper image pinned in
-// helmfile), which the real kubelet ran to completion.
+// and the wrapper reached it through the pod's first init container, from the wrapper image pinned
+// in helmfile: workspace-init, which also clones, when the Task names a repo, else
+// wrapper-install. The real kubelet ran it to completion.
 func checkAgentImageHostsWrapper(ctx context.Context, t *testing.T, r *resources.Resources, pod *corev1.Pod) {
 	t.Helper()
 	var project tatarav1.Project
@@ -481,13 +482,20 @@ func checkAgentImageHostsWrapper(ctx context.Context, t *testing.T, r *resources
 	if c, ok := container(pod, "wrapper"); !ok || project.Spec.Agent.Image == "" || c.Image != project.Spec.Agent.Image {
 		t.Errorf("pod %s main container image = %q, want the Project's agent image %q", pod.Name, c.Image, project.Spec.Agent.Image)
 	}
-	if c, ok := container(pod, "wrapper-install"); !ok || c.Image != wrapperImage {
-		t.Errorf("pod %s wrapper-install image = %q, want %q", pod.Name, c.Image, wrapperImage)
+	installer := "wrapper-install"
+	if _, ok := container(pod, "workspace-init"); ok {
+		installer = "workspace-init"
 	}
-	i := slices.IndexFunc(pod.Status.InitContainerStatuses, func(st corev1.ContainerStatus) bool { return st.Name == "wrapper-install" })
+	if len(pod.Spec.InitContainers) == 0 || pod.Spec.InitContainers[0].Name != installer {
+		t.Errorf("pod %s: the first init container is not %s", pod.Name, installer)
+	}
+	if c, ok := container(pod, installer); !ok || c.Image != wrapperImage {
+		t.Errorf("pod %s %s image = %q, want %q", pod.Name, installer, c.Image, wrapperImage)
+	}
+	i := slices.IndexFunc(pod.Status.InitContainerStatuses, func(st corev1.ContainerStatus) bool { return st.Name == installer })
 	if i < 0 {
-		t.Errorf("pod %s has no wrapper-install status", pod.Name)
+		t.Errorf("pod %s has no %s status", pod.Name, installer)
 	} else if st := pod.Status.InitContainerStatuses[i]; st.State.Terminated == nil || st.State.Terminated.ExitCode != 0 {
-		t.Errorf("pod %s wrapper-install did not complete: %+v", pod.Name, st.State)
+		t.Errorf("pod %s %s did not complete: %+v", pod.Name, installer, st.State)
 	}
 }

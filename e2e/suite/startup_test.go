@@ -26,8 +26,8 @@ type startupPhase struct {
 }
 
 // startupPhases returns when each step of task's start ended, in order: the pod exists, is
-// scheduled, its init containers are done (wrapper-install, workspace-init, and the cli and
-// git-gateway sidecars started), the cli serves MCP, the wrapper started the agent, and the agent's
+// scheduled, its init containers are done (workspace-init, which also installs the wrapper, or
+// wrapper-install without a repo, and the cli and git-gateway sidecars started), the cli serves MCP, the wrapper started the agent, and the agent's
 // first MCP request reached the cli. A warm pool pod's start begins with the claim reaching its cli. API timestamps have a resolution of one second; the cli's and
 // the wrapper's log timestamps are exact. A step whose time is missing is an error: every started
 // agent passes every one.

@@ -3,7 +3,6 @@ package agent
 import (
 	"fmt"
 	"path"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -64,14 +63,15 @@ func cliArgs(cfg Config) []string {
 }
 
 // workspaceInit is the init container that clones the Task's repo into the workspace with the
-// wrapper's `workspace-init` (it needs git, so it runs in the agent image). It alone mounts the
-// repo's credentials and a private scratch dir (git's HOME, the ssh key's copy); on failure it
-// writes the classified reason to its termination message, which the controller turns into the
-// Task's WorkspaceFailed condition.
+// wrapper's `workspace-init`, in the wrapper image (it has git), and, with installWrapper, first
+// copies the wrapper for the agent image's container (the tatara-bin volume). It alone mounts the
+// repo's credentials and a private scratch dir (git's HOME, the ssh key's copy), so only our image's
+// git ever handles the read credential; on failure it writes the classified reason to its
+// termination message, which the controller turns into the Task's WorkspaceFailed condition.
 //
 // A pool pod's clone names no Task: the wrapper sets the author and switches to the push branch
 // once a Task has claimed the pod.
-func workspaceInit(t target, project *tatarav1.Project, repo *tatarav1.ProjectRepo, image, wrapperBinary string) (corev1.Container, []corev1.Volume) {
+func workspaceInit(t target, project *tatarav1.Project, repo *tatarav1.ProjectRepo, wrapperImage string, installWrapper bool) (corev1.Container, []corev1.Volume) {
 	ref := t.ref
 	if ref == "" {
 		ref = repo.DefaultBranch
@@ -93,8 +93,9 @@ func workspaceInit(t target, project *tatarav1.Project, repo *tatarav1.ProjectRe
 		{Name: "workspace", MountPath: WorkspaceDir},
 		{Name: "workspace-scratch", MountPath: "/tmp"},
 	}
-	if strings.HasPrefix(wrapperBinary, WrapperDir+"/") {
-		mounts = append(mounts, corev1.VolumeMount{Name: "tatara-bin", MountPath: WrapperDir, ReadOnly: true})
+	if installWrapper {
+		args = append(args, "--install-to="+InstalledWrapper)
+		mounts = append(mounts, wrapperBinMount(false))
 	}
 	volumes := []corev1.Volume{{Name: "workspace-scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
 		Medium: corev1.StorageMediumMemory, SizeLimit: ptr.To(resource.MustParse("16Mi")),
@@ -116,8 +117,8 @@ func workspaceInit(t target, project *tatarav1.Project, repo *tatarav1.ProjectRe
 	}
 	return corev1.Container{
 		Name:                     WorkspaceInitContainer,
-		Image:                    image,
-		Command:                  []string{wrapperBinary},
+		Image:                    wrapperImage,
+		Command:                  []string{WrapperImageBinary},
 		Args:                     args,
 		WorkingDir:               "/tmp",
 		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
@@ -195,27 +196,39 @@ func intOrPort(p int32) intstr.IntOrString { return intstr.FromInt32(p) }
 // mainContainer is the pod's main container as BuildPod assembles it: the wrapper, run from the
 // wrapper image or, with a Project agent image, from a copy installed into that image.
 type mainContainer struct {
-	image, binary string
+	image string
 	// command is nil to run the image's ENTRYPOINT.
 	command    []string
 	mounts     []corev1.VolumeMount
 	workingDir string
 }
 
-// runInAgentImage makes the main container run agentImage, with the wrapper binary that the
-// returned init container copies from wrapperImage into the returned volume.
-func (m *mainContainer) runInAgentImage(agentImage, wrapperImage string) (corev1.Container, corev1.Volume) {
-	installed := path.Join(WrapperDir, "wrapper")
-	install := corev1.Container{
+// wrapperBinVolume is the emptyDir the wrapper is installed into for an agent image's container.
+const wrapperBinVolume = "tatara-bin"
+
+func wrapperBinMount(readOnly bool) corev1.VolumeMount {
+	return corev1.VolumeMount{Name: wrapperBinVolume, MountPath: WrapperDir, ReadOnly: readOnly}
+}
+
+// runInAgentImage makes the main container run agentImage with the wrapper that the pod's first
+// init container installs into the returned volume (workspaceInit's --install-to, or
+// wrapperInstall).
+func (m *mainContainer) runInAgentImage(agentImage string) corev1.Volume {
+	m.mounts = append(m.mounts, wrapperBinMount(true))
+	m.image, m.command = agentImage, []string{InstalledWrapper}
+	return corev1.Volume{Name: wrapperBinVolume, VolumeSource: emptyDir(resource.MustParse(WrapperBinSizeLimit))}
+}
+
+// wrapperInstall is the init container that only installs the wrapper for an agent image's
+// container, in a pod without a repo to clone (with one, workspace-init does it).
+func wrapperInstall(wrapperImage string) corev1.Container {
+	return corev1.Container{
 		Name:            WrapperInstallContainer,
 		Image:           wrapperImage,
-		Command:         []string{WrapperImageCP, WrapperImageBinary, installed},
+		Command:         []string{WrapperImageBinary, "install", InstalledWrapper},
 		SecurityContext: containerSecurityContext(),
-		VolumeMounts:    []corev1.VolumeMount{{Name: "tatara-bin", MountPath: WrapperDir}},
+		VolumeMounts:    []corev1.VolumeMount{wrapperBinMount(false)},
 	}
-	m.mounts = append(m.mounts, corev1.VolumeMount{Name: "tatara-bin", MountPath: WrapperDir, ReadOnly: true})
-	m.image, m.command, m.binary = agentImage, []string{installed}, installed
-	return install, corev1.Volume{Name: "tatara-bin", VolumeSource: emptyDir(resource.MustParse(WrapperBinSizeLimit))}
 }
 
 // container is the wrapper container with env and resources.

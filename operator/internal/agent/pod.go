@@ -37,10 +37,11 @@ const (
 	// DefaultBinaryPath is the agent binary's path inside project.spec.agent.image.
 	DefaultBinaryPath = "/agent"
 	// WrapperImageBinary is the wrapper's path in the wrapper image; with an agent image, the
-	// wrapper-install init container copies it to WrapperDir/wrapper.
+	// pod's first init container (workspace-init, or wrapper-install without a repo) copies it to
+	// InstalledWrapper, in WrapperDir.
 	WrapperImageBinary = "/usr/local/bin/wrapper"
-	WrapperImageCP     = "/usr/local/bin/cp"
 	WrapperDir         = "/opt/tatara"
+	InstalledWrapper   = WrapperDir + "/wrapper"
 
 	WorkspaceDir = "/workspace"
 	HomeDir      = "/home/agent"
@@ -104,8 +105,8 @@ type Config struct {
 // BuildPod returns the Task's agent pod: the wrapper as main container, the cli as a native
 // sidecar (an init container with restartPolicy Always, so it starts first and is stopped
 // after the wrapper exits). When the Project names an agent image, the main container runs
-// that image, so the agent has its own runtime (libc, shell, git, ...), and an init container
-// copies the static wrapper from the wrapper image into a shared emptyDir for it to run.
+// that image, so the agent has its own runtime (libc, shell, git, ...), and the first init
+// container copies the static wrapper from the wrapper image into a shared emptyDir for it to run.
 func BuildPod(task *tatarav1.Task, project *tatarav1.Project, cfg Config) *corev1.Pod {
 	pod := buildPod(target{task: task, kind: task.Spec.Kind, repo: task.Spec.Repo, ref: task.Spec.Ref}, project, cfg)
 	pod.Name = PodName(task.Name)
@@ -134,29 +135,34 @@ func buildPod(t target, project *tatarav1.Project, cfg Config) *corev1.Pod {
 		res.Agent = completed(project.Spec.Agent.Resources, DefaultResources().Agent)
 	}
 	volumes, mounts := scratchVolumes(StorageLimits(project))
-	main := mainContainer{image: cfg.WrapperImage, binary: WrapperImageBinary, mounts: mounts, workingDir: WorkspaceDir}
+	main := mainContainer{image: cfg.WrapperImage, mounts: mounts, workingDir: WorkspaceDir}
 	if t.pool() {
 		vols, claimMount := claimVolumes()
 		volumes = append(volumes, vols...)
 		main.mounts = append(main.mounts, claimMount)
 	}
 	var initContainers []corev1.Container
-	if project.Spec.Agent.Image != "" {
-		install, vol := main.runInAgentImage(project.Spec.Agent.Image, cfg.WrapperImage)
-		install.Resources = res.WrapperInstall
-		initContainers = append(initContainers, install)
-		volumes = append(volumes, vol)
+	installWrapper := project.Spec.Agent.Image != ""
+	if installWrapper {
+		volumes = append(volumes, main.runInAgentImage(project.Spec.Agent.Image))
 	}
 
 	// The workspace is cloned before the cli starts: a Task whose repo cannot be cloned fails
-	// without starting anything of the agent's.
+	// without starting anything of the agent's. The clone runs in the wrapper image (it has git),
+	// which also installs the wrapper for an agent image: one init container, since each costs a
+	// container start and the kubelet's noticing its exit (up to a second: its relist period).
 	repo := project.Repo(t.repo)
-	if repo != nil {
+	switch {
+	case repo != nil:
 		main.workingDir = RepoDir(repo.Name)
-		c, vols := workspaceInit(t, project, repo, main.image, main.binary)
+		c, vols := workspaceInit(t, project, repo, cfg.WrapperImage, installWrapper)
 		c.Resources = res.WorkspaceInit
 		initContainers = append(initContainers, c)
 		volumes = append(volumes, vols...)
+	case installWrapper:
+		c := wrapperInstall(cfg.WrapperImage)
+		c.Resources = res.WrapperInstall
+		initContainers = append(initContainers, c)
 	}
 	initContainers = append(initContainers, cliContainer(t, project, cfg, res.CLI))
 	if repo != nil && repo.Push != nil {

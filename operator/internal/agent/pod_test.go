@@ -360,8 +360,12 @@ func TestBuildPodShape(t *testing.T) {
 func TestBuildPodRestricted(t *testing.T) {
 	p := workspaceProject()
 	pod := BuildPod(testTask(tatarav1.KindImplement), p, testConfig())
-	if len(pod.Spec.InitContainers) != 4 {
-		t.Fatalf("want every kind of container in the pod under test, got init containers %v", containerNames(pod.Spec.InitContainers))
+	// A Task without a repo has the one init container a Task with one does not: wrapper-install.
+	noRepo := testTask(tatarav1.KindImplement)
+	noRepo.Spec.Repo = ""
+	pod.Spec.InitContainers = append(pod.Spec.InitContainers, BuildPod(noRepo, p, testConfig()).Spec.InitContainers[0])
+	if got := containerNames(pod.Spec.InitContainers); !slices.Equal(got, []string{WorkspaceInitContainer, CLIContainer, GitGatewayContainer, WrapperInstallContainer}) {
+		t.Fatalf("want every kind of container in the pod under test, got init containers %v", got)
 	}
 	psc := pod.Spec.SecurityContext
 	if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || psc.SeccompProfile == nil ||
@@ -415,7 +419,7 @@ func TestBuildPodAgentImage(t *testing.T) {
 				t.Fatalf("init containers %v, want [wrapper-install cli]", got)
 			}
 			inst := container(t, pod, WrapperInstallContainer)
-			if want := []string{"/usr/local/bin/cp", "/usr/local/bin/wrapper", "/opt/tatara/wrapper"}; inst.Image != cfg.WrapperImage || !slices.Equal(inst.Command, want) {
+			if want := []string{"/usr/local/bin/wrapper", "install", "/opt/tatara/wrapper"}; inst.Image != cfg.WrapperImage || !slices.Equal(inst.Command, want) {
 				t.Fatalf("wrapper-install %s %v, want %s %v", inst.Image, inst.Command, cfg.WrapperImage, want)
 			}
 			// The agent image hosts the main container; the wrapper copied from the wrapper image runs it.
@@ -560,7 +564,7 @@ func TestBuildPodWorkspace(t *testing.T) {
 		{
 			name:     "credentials and push, defaults",
 			project:  workspaceProject,
-			wantInit: []string{WrapperInstallContainer, WorkspaceInitContainer, CLIContainer, GitGatewayContainer},
+			wantInit: []string{WorkspaceInitContainer, CLIContainer, GitGatewayContainer},
 			wantArgs: []string{"--url=https://git.example.com/tatara/operator.git", "--ref=main", "--depth=1", "--timeout=300s",
 				"--credentials-dir=" + CredentialsDir, "--credentials-secret=operator-read", "--push-url=" + GitGatewayURL, "--branch=tatara/t1-uidt1"},
 			wantSecret: map[string][]string{WorkspaceInitContainer: {"operator-read"}, GitGatewayContainer: {"operator-push"}},
@@ -575,7 +579,7 @@ func TestBuildPodWorkspace(t *testing.T) {
 				return p
 			},
 			ref:      "v1.2.3",
-			wantInit: []string{WrapperInstallContainer, WorkspaceInitContainer, CLIContainer},
+			wantInit: []string{WorkspaceInitContainer, CLIContainer},
 			wantArgs: []string{"--ref=v1.2.3", "--depth=0", "--timeout=30s"},
 		},
 	}
@@ -600,9 +604,17 @@ func TestBuildPodWorkspace(t *testing.T) {
 			if !slices.Contains(tt.wantInit, WorkspaceInitContainer) {
 				return
 			}
+			// One init container clones, in the wrapper image (our git handles the read
+			// credential, not the agent image's), and installs the wrapper for the agent image.
 			ws := container(t, pod, WorkspaceInitContainer)
-			if ws.Image != "stand-in-agent:1" || !slices.Equal(ws.Command, []string{"/opt/tatara/wrapper"}) || ws.Args[0] != "workspace-init" {
-				t.Errorf("workspace-init runs %s %v %v, want the agent image's installed wrapper workspace-init", ws.Image, ws.Command, ws.Args)
+			if ws.Image != testConfig().WrapperImage || !slices.Equal(ws.Command, []string{WrapperImageBinary}) || ws.Args[0] != "workspace-init" ||
+				!slices.Contains(ws.Args, "--install-to="+InstalledWrapper) {
+				t.Errorf("workspace-init runs %s %v %v, want the wrapper image's workspace-init installing %s", ws.Image, ws.Command, ws.Args, InstalledWrapper)
+			}
+			if !slices.ContainsFunc(ws.VolumeMounts, func(m corev1.VolumeMount) bool {
+				return m.Name == "tatara-bin" && m.MountPath == WrapperDir && !m.ReadOnly
+			}) {
+				t.Errorf("workspace-init mounts %v, want the wrapper's emptyDir writable at %s", ws.VolumeMounts, WrapperDir)
 			}
 			for _, a := range tt.wantArgs {
 				if !slices.Contains(ws.Args, a) {

@@ -151,10 +151,10 @@ func TestClaimable(t *testing.T) {
 		{"deleting", func(p *corev1.Pod) { p.DeletionTimestamp = ptr.To(metav1.Now()) }, false},
 		{"pending", func(p *corev1.Pod) { p.Status.Phase = corev1.PodPending }, false},
 		{"clone running", func(p *corev1.Pod) {
-			p.Status.InitContainerStatuses[1].State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+			p.Status.InitContainerStatuses[0].State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
 		}, false},
 		{"clone failed", func(p *corev1.Pod) {
-			p.Status.InitContainerStatuses[1].State.Terminated.ExitCode = 1
+			p.Status.InitContainerStatuses[0].State.Terminated.ExitCode = 1
 		}, false},
 		{"agent container waiting", func(p *corev1.Pod) {
 			p.Status.ContainerStatuses[0].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{}}
@@ -163,8 +163,8 @@ func TestClaimable(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			pod := runningPoolPod(t)
-			if pod.Spec.InitContainers[1].Name != WorkspaceInitContainer {
-				t.Fatalf("init container 1 is %s, want %s", pod.Spec.InitContainers[1].Name, WorkspaceInitContainer)
+			if pod.Spec.InitContainers[0].Name != WorkspaceInitContainer {
+				t.Fatalf("init container 0 is %s, want %s", pod.Spec.InitContainers[0].Name, WorkspaceInitContainer)
 			}
 			tt.edit(pod)
 			if got := Claimable(pod); got != tt.want {

@@ -47,13 +47,18 @@ func TestResourcesPrecedence(t *testing.T) {
 	}{
 		{CLIContainer, cfg.Resources.CLI},
 		{GitGatewayContainer, def.GitGateway},
-		{WrapperInstallContainer, def.WrapperInstall},
 		{WorkspaceInitContainer, def.WorkspaceInit},
 		{WrapperContainer, def.Agent},
 	} {
 		if got := container(t, pod, tc.container).Resources; !equalRequirements(got, tc.want) {
 			t.Errorf("%s resources %v, want %v", tc.container, got, tc.want)
 		}
+	}
+	// Without a repo, wrapper-install alone installs the wrapper, with its own resources.
+	noRepo := testTask(tatarav1.KindImplement)
+	noRepo.Spec.Repo = ""
+	if got := container(t, BuildPod(noRepo, project, cfg), WrapperInstallContainer).Resources; !equalRequirements(got, def.WrapperInstall) {
+		t.Errorf("%s resources %v, want %v", WrapperInstallContainer, got, def.WrapperInstall)
 	}
 	project.Spec.Agent.Resources = corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("8Gi")}}
 	pod = BuildPod(testTask(tatarav1.KindImplement), project, cfg)

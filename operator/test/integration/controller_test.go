@@ -447,7 +447,7 @@ func TestSamplesAreValid(t *testing.T) {
 	for _, c := range pod.Spec.InitContainers {
 		names = append(names, c.Name)
 	}
-	want := []string{agent.WrapperInstallContainer, agent.WorkspaceInitContainer, agent.CLIContainer, agent.GitGatewayContainer}
+	want := []string{agent.WorkspaceInitContainer, agent.CLIContainer, agent.GitGatewayContainer}
 	if !slices.Equal(names, want) {
 		t.Fatalf("sample project (agent image, repo with clone and push credentials): init containers %v, want %v", names, want)
 	}

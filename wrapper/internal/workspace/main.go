@@ -13,6 +13,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	ws "tatara.dev/cli/pkg/workspace"
+	"tatara.dev/wrapper/internal/install"
 )
 
 // Exit codes of workspace-init.
@@ -31,7 +34,7 @@ func Main(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("workspace-init", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var o Options
-	var terminationLog string
+	var terminationLog, installTo string
 	fs.StringVar(&o.URL, "url", "", "repository clone URL (required)")
 	fs.StringVar(&o.Ref, "ref", "", "branch, tag or full commit id (default: the remote's default branch)")
 	fs.IntVar(&o.Depth, "depth", 1, "commits to fetch; 0 fetches the whole history")
@@ -45,6 +48,7 @@ func Main(args []string, stderr io.Writer) int {
 	fs.StringVar(&o.AuthorName, "author-name", "", "user.name of the clone")
 	fs.StringVar(&o.AuthorEmail, "author-email", "", "user.email of the clone")
 	fs.StringVar(&terminationLog, "termination-log", DefaultTerminationLog, "file the failure reason is written to")
+	fs.StringVar(&installTo, "install-to", "", "first copy this executable there, for the agent image's container to run (empty: no copy)")
 	if err := fs.Parse(args); err != nil {
 		log.Error("invalid flags", slog.Any("error", err))
 		return ExitUsage
@@ -60,6 +64,14 @@ func Main(args []string, stderr io.Writer) int {
 	}
 	o.Self = self
 
+	if installTo != "" {
+		// One init container both installs the wrapper and clones: each more costs a container
+		// start and the kubelet's noticing its exit.
+		if err := install.Copy(self, installTo); err != nil {
+			ReportFailure(&Error{ws.CloneFailed, "the wrapper could not be installed for the agent: " + err.Error()}, terminationLog, log)
+			return ExitFailed
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	err = Prepare(ctx, o, log)

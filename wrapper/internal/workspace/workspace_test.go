@@ -340,6 +340,56 @@ func TestMainWritesTerminationMessage(t *testing.T) {
 	}
 }
 
+// TestMainInstallsTheWrapper: with --install-to, workspace-init copies this executable there and
+// clones; an install that cannot be made fails the step with a message naming it, before any
+// clone.
+func TestMainInstallsTheWrapper(t *testing.T) {
+	url, _ := sourceRepo(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		dest     string
+		wantCode int
+	}{
+		{"installed and cloned", filepath.Join(t.TempDir(), "wrapper"), 0},
+		{"no such directory", filepath.Join(t.TempDir(), "missing", "wrapper"), ExitFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			term := filepath.Join(t.TempDir(), "termination-log")
+			dir := filepath.Join(t.TempDir(), "w")
+			var stderr bytes.Buffer
+			code := Main([]string{"--url", url, "--dir", dir, "--scratch-dir", t.TempDir(),
+				"--termination-log", term, "--install-to", tc.dest}, &stderr)
+			if code != tc.wantCode {
+				t.Fatalf("exit %d, want %d; stderr %s", code, tc.wantCode, stderr.String())
+			}
+			if tc.wantCode == 0 {
+				if got, err := os.ReadFile(tc.dest); err != nil || !bytes.Equal(got, want) {
+					t.Errorf("the installed wrapper differs from this executable (%v)", err)
+				}
+				if _, err := os.Stat(filepath.Join(dir, "file.txt")); err != nil {
+					t.Errorf("no clone: %v", err)
+				}
+				return
+			}
+			raw, _ := os.ReadFile(term)
+			if f := ws.ParseFailure(string(raw)); f.Reason != ws.CloneFailed || !strings.Contains(f.Message, "could not be installed") {
+				t.Errorf("termination message %s, want CloneFailed naming the install", raw)
+			}
+			if _, err := os.Stat(dir); err == nil {
+				t.Error("cloned although the install failed")
+			}
+		})
+	}
+}
+
 // demoServer is the repo's test git server over HTTP on 127.0.0.1, with the demo repository; it
 // returns the repository's URL and the read token.
 func demoServer(t *testing.T) (url, readToken string) {
