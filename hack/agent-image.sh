@@ -22,8 +22,8 @@ DEB_CACHE="${CACHE}/debian"
 IMAGE="${1:-tatara.local/tatara-agent-claude:${CLAUDE_CODE_VERSION}}"
 INPUTS_LABEL="dev.tatara.agent-image.inputs"
 
-log() { printf '[agent-image %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
+# shellcheck source=SCRIPTDIR/lib/log.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/log.sh"
 
 [[ "$(id -u)" == 0 ]] || die "building the agent image needs root (debootstrap)"
 for tool in docker tar; do

@@ -12,8 +12,8 @@ source "${ROOT}/hack/versions.env"
 
 CACHE="${TATARA_CACHE:-${HOME}/.cache/tatara}"
 
-log() { printf '[claude-code %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
+# shellcheck source=SCRIPTDIR/lib/log.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/log.sh"
 
 if ! command -v npm >/dev/null; then
 	[[ "$(id -u)" == 0 ]] || die "npm is not on PATH (install Node.js and npm)"

@@ -7,8 +7,8 @@ set -euo pipefail
 CACHE="${TATARA_CACHE:-${HOME}/.cache/tatara}"
 LOG_DIR="${CACHE}/logs"
 
-log() { printf '[ensure-docker %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
+# shellcheck source=SCRIPTDIR/lib/log.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/log.sh"
 
 if docker info >/dev/null 2>&1; then
 	exit 0

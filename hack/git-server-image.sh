@@ -26,8 +26,8 @@ VERSION="${IMAGE##*:}"
 BINARY="${GIT_SERVER_BINARY:-${ROOT}/bin/image-context/git-server}"
 INPUTS_LABEL="dev.tatara.git-server-image.inputs"
 
-log() { printf '[git-server-image %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
+# shellcheck source=SCRIPTDIR/lib/log.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/log.sh"
 
 [[ "$(id -u)" == 0 ]] || die "building the git server image needs root (debootstrap)"
 for tool in docker tar; do

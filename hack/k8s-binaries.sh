@@ -31,8 +31,8 @@ LOCK="${CACHE}/k8s/.build.lock"
 ALL=(kube-apiserver etcd kubectl kube-controller-manager kube-scheduler kube-proxy kubelet kubeadm coredns crictl pause
 	kube-network-policies)
 
-log() { printf '[k8s-binaries %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
+# shellcheck source=SCRIPTDIR/lib/log.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/log.sh"
 
 command -v go >/dev/null || die "go is not on PATH (need the Go toolchain to build the Kubernetes binaries)"
 command -v flock >/dev/null || die "flock is not on PATH (apt-get install util-linux)"

@@ -42,8 +42,8 @@ NODE_PACKAGES=(systemd systemd-sysv dbus conntrack iptables nftables iproute2 et
 # The kube-proxy image only needs what kube-proxy execs (iptables/nft, conntrack).
 PROXY_PACKAGES=(iptables nftables conntrack kmod)
 
-log() { printf '[kind-node-image %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
+# shellcheck source=SCRIPTDIR/lib/log.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/log.sh"
 
 # step NAME CMD...: runs one step and prints its wall time.
 step() {

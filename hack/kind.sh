@@ -7,7 +7,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CACHE="${TATARA_CACHE:-${HOME}/.cache/tatara}"
 
-log() { printf '[kind.sh %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
+# shellcheck source=SCRIPTDIR/lib/log.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/log.sh"
 
 "${ROOT}/hack/ensure-docker.sh"
 kind_bin="$("${ROOT}/hack/tools.sh" kind)"

@@ -38,8 +38,8 @@ PROMETHEUS_MODULE=github.com/prometheus/prometheus
 # Both projects stamp their version here (prometheus-operator reads Prometheus's to pick flags).
 VERSION_PKG=github.com/prometheus/common/version
 
-log() { printf '[monitoring-images %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
+# shellcheck source=SCRIPTDIR/lib/log.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/log.sh"
 
 # The Go module of Prometheus x.y.z is v0.<x><yy>.z (3.16.0: v0.316.0).
 prometheus_module_version() {

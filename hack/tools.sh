@@ -14,8 +14,8 @@ TOOLS="${CACHE}/tools"
 WORK="${CACHE}/build"
 LOCK="${CACHE}/k8s/.build.lock"
 
-log() { printf '[tools %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
+# shellcheck source=SCRIPTDIR/lib/log.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/log.sh"
 
 command -v go >/dev/null || die "go is not on PATH (tools are built from the Go module proxy)"
 export GOWORK=off GOFLAGS="-mod=mod -buildvcs=false" CGO_ENABLED=0

@@ -25,8 +25,8 @@ VERSION="${IMAGE##*:}"
 BINARY="${WRAPPER_BINARY:-${ROOT}/bin/image-context/wrapper}"
 INPUTS_LABEL="dev.tatara.wrapper-image.inputs"
 
-log() { printf '[wrapper-image %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
+# shellcheck source=SCRIPTDIR/lib/log.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/log.sh"
 
 [[ "$(id -u)" == 0 ]] || die "building the wrapper image needs root (debootstrap)"
 for tool in docker tar; do

@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # Debian root filesystems from this machine's own apt sources, for images that cannot be pulled:
-# sourced by hack/kind-node-image.sh and hack/agent-image.sh. The caller defines log, die and
-# DEB_CACHE (where .debs and rootfs tarballs are kept), then calls debian_init once.
+# sourced by hack/kind-node-image.sh and the git images (hack/lib/git-rootfs.sh). The caller sources
+# hack/lib/log.sh (log, die), defines DEB_CACHE (where .debs and rootfs tarballs are kept), then
+# calls debian_init once.
 
 # apt_mirror SUITE prints the Debian mirror of this machine's apt sources (deb822 .sources or
 # one-line sources.list) that serves SUITE, so no mirror host is written in this repository.

@@ -4,8 +4,8 @@
 # with it), the agent image (hack/agent-image.sh) and the e2e git server (hack/git-server-image.sh).
 # One package list, so all three use the same cached rootfs tarball: git, the TLS roots it clones
 # with, and ssh for ssh remotes; minbase brings glibc, bash and coreutils. (Kept apart from
-# hack/lib/debian.sh, which the kind node image's inputs hash covers.) The caller sources
-# debian.sh, defines log, die and DEB_CACHE, and calls debian_init first.
+# hack/lib/debian.sh, which the kind node image's inputs hash covers.) The caller sources log.sh and
+# debian.sh, defines DEB_CACHE, and calls debian_init first.
 # shellcheck disable=SC2034 # used by the scripts that source this file
 GIT_ROOTFS_PACKAGES=(git ca-certificates openssh-client)
 
