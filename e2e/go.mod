@@ -3,7 +3,6 @@ module tatara.dev/e2e
 go 1.26.8
 
 require (
-	github.com/google/uuid v1.6.0
 	github.com/mark3labs/mcp-go v1.2.1
 	github.com/tiktoken-go/tokenizer v0.10.0
 	k8s.io/api v0.37.2
@@ -16,6 +15,8 @@ require (
 	tatara.dev/cli v0.0.0
 	tatara.dev/operator v0.0.0
 )
+
+require github.com/google/uuid v1.6.0 // indirect
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect

@@ -111,7 +111,9 @@ func newTask(name, project string, kind tatarav1.TaskKind, directive string) *ta
 }
 
 // finishedAgentPod waits until the agent of the Task has exited with code 0 (the wrapper logged
-// "agent exited"), its pod either lingering (Running) or Succeeded, and returns the pod.
+// "agent exited"), its pod either lingering (Running) or Succeeded, and returns the pod once its
+// status says so too: the kubelet writes a pod's status after the fact, and a short agent can be
+// done before the API shows its container started.
 func finishedAgentPod(ctx context.Context, t *testing.T, r *resources.Resources, cs *kubernetes.Clientset, task *tatarav1.Task) *corev1.Pod {
 	t.Helper()
 	var pod *corev1.Pod
@@ -134,6 +136,11 @@ func finishedAgentPod(ctx context.Context, t *testing.T, r *resources.Resources,
 		}
 		exited = logRecords(t, logs, func(rec map[string]any) bool { return rec["msg"] == "agent exited" })
 		if len(exited) == 0 {
+			return false, nil
+		}
+		if i := slices.IndexFunc(p.Status.ContainerStatuses, func(st corev1.ContainerStatus) bool { return st.Name == "wrapper" }); i < 0 {
+			return false, nil
+		} else if _, started := startedAt(p.Status.ContainerStatuses[i]); !started {
 			return false, nil
 		}
 		pod = &p

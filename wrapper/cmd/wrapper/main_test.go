@@ -23,11 +23,11 @@ import (
 )
 
 // build returns the binaries, built once for the process: the wrapper itself and the stand-in
-// agent from the e2e module (the only double: it replaces the LLM).
+// agent from testkit (it stands in for the agent CLI where the tests need no real one).
 func build(t *testing.T) (string, string) {
 	t.Helper()
 	wrapper := tutil.BuildBinary(t, ".", ".")
-	standin := tutil.BuildBinary(t, filepath.Join(tutil.WorkspaceDir(t), "e2e"), "./cmd/agent-standin")
+	standin := tutil.BuildBinary(t, filepath.Join(tutil.WorkspaceDir(t), "testkit"), "./cmd/agent-standin")
 	return wrapper, standin
 }
 

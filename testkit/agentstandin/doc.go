@@ -1,4 +1,4 @@
-// Package standin is the stand-in for the agent CLI (Claude Code) in the wrapper's process tests,
+// Package agentstandin is the stand-in for the agent CLI (Claude Code) in the wrapper's process tests,
 // which need no real CLI; the e2e runs use the real one, with the model stand-in as their one
 // double. Toward the wrapper it behaves like the real CLI: it
 // accepts the same flags, prints stream-json on stdout (system/init first, result last) and writes
@@ -43,4 +43,4 @@
 // Environment knobs (tests only): STANDIN_CREATE_DELAY (default 300ms) delays the transcript's
 // creation; STANDIN_SPLIT_EVERY (default 3, 0 disables) writes every n-th line in two chunks
 // STANDIN_SPLIT_PAUSE (default 50ms) apart.
-package standin
+package agentstandin

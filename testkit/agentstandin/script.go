@@ -1,4 +1,4 @@
-package standin
+package agentstandin
 
 import (
 	"encoding/json"
