@@ -186,9 +186,9 @@ func TestOperatorRunsWithTheChartsRBAC(t *testing.T) {
 		images[ct.Name] = ct.Image
 	}
 	// The Project names an agent image: the main container runs it, the wrapper copied in from
-	// the wrapper image.
-	if images["cli"] != cliImage || images["wrapper-install"] != wrapperImage || images["wrapper"] != agentImage {
-		t.Errorf("agent pod images %v, want cli=%s wrapper-install=%s (from the runtime ConfigMaps) wrapper=%s (the Project's agent image)",
+	// the wrapper image by workspace-init, which clones the Task's repo there too.
+	if images["cli"] != cliImage || images["workspace-init"] != wrapperImage || images["wrapper"] != agentImage {
+		t.Errorf("agent pod images %v, want cli=%s workspace-init=%s (from the runtime ConfigMaps) wrapper=%s (the Project's agent image)",
 			images, cliImage, wrapperImage, agentImage)
 	}
 	// The status patch is the last write of a reconcile: once podName is recorded, every verb the
