@@ -53,6 +53,9 @@ main() {
 	trap 'rm -rf "${work:?}"' EXIT
 	tar --numeric-owner -C "${work}" -xf "${rootfs}"
 	install -m 0755 "${BINARY}" "${work}/usr/local/bin/wrapper"
+	# Operators before 0.8.0 install the wrapper with /usr/local/bin/cp (the static cp of the
+	# FROM-scratch image this one replaces): kept, so rolling the operator back stays safe.
+	ln -s /usr/bin/cp "${work}/usr/local/bin/cp"
 	git_image_import "${work}" "${IMAGE}" wrapper /nonexistent /usr/sbin/nologin \
 		'ENV PATH=/usr/local/bin:/usr/bin:/bin' \
 		'WORKDIR /' \

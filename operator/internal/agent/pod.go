@@ -97,6 +97,10 @@ type Config struct {
 	// container (the runtime ConfigMaps' metricsScrapeInterval); 0 when monitoring is off.
 	CLIScrapeInterval     time.Duration
 	WrapperScrapeInterval time.Duration
+	// ClaimFetchesRef is true when the cli and the wrapper images both handle a claim's ref
+	// (claim.FeatureRef in both runtime ConfigMaps): only then may a Task on another ref than a
+	// pool's checkout claim a pool pod.
+	ClaimFetchesRef bool
 	// OperatorVersion is the version of the operator building the pod. It is not in the pod, but
 	// in a pool pod's template hash: a new operator replaces the pool pods an older one built.
 	OperatorVersion string

@@ -24,7 +24,7 @@ import (
 // the other tries another (at most maxClaimTries), then starts cold. See pool_controller.go for
 // the pool's lifecycle.
 func (r *TaskReconciler) claimWarm(ctx context.Context, task *tatarav1.Task, project *tatarav1.Project, cfg agent.Config, persist func() error) (*corev1.Pod, error) {
-	pool, ok := warmPoolFor(project, task)
+	pool, ok := warmPoolFor(project, task, cfg.ClaimFetchesRef)
 	if !ok {
 		return nil, nil
 	}
@@ -88,10 +88,11 @@ func (r *TaskReconciler) claim(ctx context.Context, task *tatarav1.Task, project
 
 // warmPoolFor is the Project's pool a Task may take a pod from: of its kind, cloning its repo (or
 // none, when it names none). A Task asking for another ref than the pool's checkout may take one
-// when the repo has push configured: the pod's git gateway fetches the ref once claimed
-// (agent.RefToFetch); without a gateway, the Task starts a pod of its own, as a retry does (a
-// pool pod's branch is the first attempt's).
-func warmPoolFor(project *tatarav1.Project, task *tatarav1.Task) (tatarav1.WarmPool, bool) {
+// when the repo has push configured and the pool's cli and wrapper images handle a claim's ref
+// (fetchesRef): the pod's wrapper fetches the ref through its git gateway once claimed
+// (agent.RefToFetch). Otherwise the Task starts a pod of its own, as a retry does (a pool pod's
+// branch is the first attempt's).
+func warmPoolFor(project *tatarav1.Project, task *tatarav1.Task, fetchesRef bool) (tatarav1.WarmPool, bool) {
 	pool, ok := poolOf(project, task.Spec.Kind)
 	if !ok || pool.Repo != task.Spec.Repo {
 		return pool, false
@@ -103,7 +104,7 @@ func warmPoolFor(project *tatarav1.Project, task *tatarav1.Task) (tatarav1.WarmP
 	if repo == nil {
 		return pool, false
 	}
-	return pool, agent.RefToFetch(task, repo) == "" || repo.Push != nil
+	return pool, agent.RefToFetch(task, repo) == "" || (repo.Push != nil && fetchesRef)
 }
 
 // claimablePod picks a ready pod of pool, built from what the pool is built from now, other than

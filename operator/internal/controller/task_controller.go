@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"tatara.dev/cli/pkg/buildinfo"
+	"tatara.dev/cli/pkg/claim"
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 	"tatara.dev/operator/internal/agent"
 	"tatara.dev/operator/internal/index"
@@ -292,7 +295,7 @@ func (r *TaskReconciler) deleteSecret(ctx context.Context, task *tatarav1.Task) 
 // or Project's condition (the ConfigMap watch requeues them when it changes); other errors none.
 // The Task, Project and pool reconcilers share it, so a Project is Ready exactly when its Tasks
 // would find the runtime ConfigMaps usable.
-func readRuntimeConfig(ctx context.Context, c client.Reader, namespace, name string, res *agent.Resources, scrapeInterval *time.Duration) (string, string, error) {
+func readRuntimeConfig(ctx context.Context, c client.Reader, namespace, name string, res *agent.Resources, scrapeInterval *time.Duration, fetchesRef *bool) (string, string, error) {
 	var cm corev1.ConfigMap
 	key := types.NamespacedName{Namespace: namespace, Name: name}
 	if err := c.Get(ctx, key, &cm); err != nil {
@@ -314,6 +317,9 @@ func readRuntimeConfig(ctx context.Context, c client.Reader, namespace, name str
 	}
 	if scrapeInterval != nil {
 		*scrapeInterval = d
+	}
+	if fetchesRef != nil {
+		*fetchesRef = slices.Contains(strings.Split(cm.Data[claim.FeaturesKey], ","), claim.FeatureRef)
 	}
 	return img, "", nil
 }
@@ -339,17 +345,20 @@ func agentConfig(ctx context.Context, c client.Reader, conf Config) (agent.Confi
 	if conf.OperatorCABundle != nil {
 		cfg.OperatorCABundle = conf.OperatorCABundle()
 	}
+	var cliFetchesRef, wrapperFetchesRef bool
 	for _, rc := range []struct {
-		cm     string
-		dst    *string
-		scrape *time.Duration
-	}{{CLIRuntimeConfigMap, &cfg.CLIImage, &cfg.CLIScrapeInterval}, {WrapperRuntimeConfigMap, &cfg.WrapperImage, &cfg.WrapperScrapeInterval}} {
-		img, reason, err := readRuntimeConfig(ctx, c, conf.RuntimeNamespace, rc.cm, &cfg.Resources, rc.scrape)
+		cm         string
+		dst        *string
+		scrape     *time.Duration
+		fetchesRef *bool
+	}{{CLIRuntimeConfigMap, &cfg.CLIImage, &cfg.CLIScrapeInterval, &cliFetchesRef}, {WrapperRuntimeConfigMap, &cfg.WrapperImage, &cfg.WrapperScrapeInterval, &wrapperFetchesRef}} {
+		img, reason, err := readRuntimeConfig(ctx, c, conf.RuntimeNamespace, rc.cm, &cfg.Resources, rc.scrape, rc.fetchesRef)
 		if err != nil {
 			return cfg, reason, err
 		}
 		*rc.dst = img
 	}
+	cfg.ClaimFetchesRef = cliFetchesRef && wrapperFetchesRef
 	return cfg, "", nil
 }
 

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"tatara.dev/cli/pkg/claim"
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 	"tatara.dev/operator/internal/controller"
 	"tatara.dev/operator/internal/manager"
@@ -88,7 +89,7 @@ func setup() error {
 
 func createRuntimeConfigMaps(ctx context.Context, ns string) error {
 	for name, img := range map[string]string{controller.CLIRuntimeConfigMap: cliImage, controller.WrapperRuntimeConfigMap: wrapperImage} {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Data: map[string]string{"image": img}}
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Data: map[string]string{"image": img, claim.FeaturesKey: claim.FeatureRef}}
 		if err := k8s.Create(ctx, cm); err != nil {
 			return fmt.Errorf("failed to create configmap %s/%s: %w", ns, name, err)
 		}
