@@ -32,3 +32,20 @@ const (
 	WorkspaceInitContainer  = "workspace-init"
 	GitGatewayContainer     = "git-gateway"
 )
+
+// What the images of the cli and wrapper charts can do for the operator's pods: each chart lists
+// its image's features, comma-separated, under FeaturesKey of its runtime ConfigMap, so an operator
+// can tell an image that predates a feature from one that has it, instead of building pods the
+// image cannot run or dropping what it does not know.
+const (
+	FeaturesKey = "features"
+	// FeatureWorkspaceInit is a wrapper image with git whose `workspace-init` also installs the
+	// wrapper (--install-to) and that has `wrapper install`: the pod layout from operator 0.8.0,
+	// which needs it of the wrapper.
+	FeatureWorkspaceInit = "workspace-init"
+	// FeatureClaimRef is a cli that passes a warm-pool claim's ref on to the wrapper, and a wrapper
+	// that fetches it: a Task on another ref than a pool's checkout claims a pool pod only when
+	// both list it, since an older image would drop the ref and the agent would work on the pool's
+	// branch.
+	FeatureClaimRef = "claim-ref"
+)

@@ -47,14 +47,6 @@ const (
 	// EnvOperatorTokenFile names the projected token's path to the cli.
 	EnvOperatorTokenFile = "TATARA_CLAIM_TOKEN_FILE"
 
-	// FeaturesKey is the key of the cli's and the wrapper's runtime ConfigMaps (rendered by their
-	// charts) that lists, comma-separated, what of the claim their images handle. FeatureRef is a
-	// cli that passes Assignment.Ref on and a wrapper that fetches it: the operator lets a Task on
-	// another ref than a pool's checkout claim a pool pod only when both list it, since an older
-	// image would drop the field and the agent would work on the pool's branch instead.
-	FeaturesKey = "claimFeatures"
-	FeatureRef  = "ref"
-
 	// maxFileBytes bounds File when it is read: the directive is its largest field.
 	maxFileBytes = 1 << 20
 )

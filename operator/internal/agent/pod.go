@@ -98,7 +98,7 @@ type Config struct {
 	CLIScrapeInterval     time.Duration
 	WrapperScrapeInterval time.Duration
 	// ClaimFetchesRef is true when the cli and the wrapper images both handle a claim's ref
-	// (claim.FeatureRef in both runtime ConfigMaps): only then may a Task on another ref than a
+	// (agentpod.FeatureClaimRef in both runtime ConfigMaps): only then may a Task on another ref than a
 	// pool's checkout claim a pool pod.
 	ClaimFetchesRef bool
 	// OperatorVersion is the version of the operator building the pod. It is not in the pod, but

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -9,7 +10,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"tatara.dev/cli/pkg/claim"
+	"tatara.dev/cli/pkg/agentpod"
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 )
 
@@ -54,36 +55,65 @@ func TestWarmPoolFor(t *testing.T) {
 }
 
 // TestClaimFetchesRefNeedsBothImages: the pods' claims may carry a ref only when the cli's and the
-// wrapper's runtime ConfigMaps both list claim.FeatureRef.
+// wrapper's runtime ConfigMaps both list agentpod.FeatureClaimRef.
 func TestClaimFetchesRefNeedsBothImages(t *testing.T) {
 	tests := []struct {
 		name         string
-		cli, wrapper string // claimFeatures values; "-" for no key
+		cli, wrapper string // their features, besides the wrapper's required workspace-init
 		want         bool
 	}{
-		{"both", claim.FeatureRef, claim.FeatureRef, true},
-		{"among others", "x," + claim.FeatureRef, claim.FeatureRef + ",y", true},
-		{"an older cli chart", "-", claim.FeatureRef, false},
-		{"an older wrapper chart", claim.FeatureRef, "-", false},
-		{"empty", "", "", false},
+		{"both", agentpod.FeatureClaimRef, agentpod.FeatureClaimRef, true},
+		{"an older cli chart", "", agentpod.FeatureClaimRef, false},
+		{"an older wrapper chart", agentpod.FeatureClaimRef, "", false},
+		{"neither", "", "", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cm := func(name, features string) *corev1.ConfigMap {
-				c := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tatara-system"}, Data: map[string]string{ImageKey: name + ":1"}}
-				if features != "-" {
-					c.Data[claim.FeaturesKey] = features
-				}
-				return c
+				return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tatara-system"},
+					Data: map[string]string{ImageKey: name + ":1", agentpod.FeaturesKey: features}}
 			}
 			c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).
-				WithObjects(cm(CLIRuntimeConfigMap, tt.cli), cm(WrapperRuntimeConfigMap, tt.wrapper)).Build()
+				WithObjects(cm(CLIRuntimeConfigMap, tt.cli), cm(WrapperRuntimeConfigMap, tt.wrapper+","+agentpod.FeatureWorkspaceInit)).Build()
 			cfg, _, err := agentConfig(context.Background(), c, Config{RuntimeNamespace: "tatara-system"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if cfg.ClaimFetchesRef != tt.want {
 				t.Errorf("ClaimFetchesRef = %v, want %v", cfg.ClaimFetchesRef, tt.want)
+			}
+		})
+	}
+}
+
+// TestRuntimeConfigNeedsTheWrapperFeatures: a wrapper chart that predates the pod layout this
+// operator builds (no workspace-init feature) is an invalid runtime config naming the feature and
+// the chart version, never a pod that fails; the cli's needs none.
+func TestRuntimeConfigNeedsTheWrapperFeatures(t *testing.T) {
+	tests := []struct {
+		name, wrapperFeatures, wantErr string
+	}{
+		{"the feature", agentpod.FeatureWorkspaceInit, ""},
+		{"among others", agentpod.FeatureClaimRef + "," + agentpod.FeatureWorkspaceInit, ""},
+		{"an older wrapper chart", "", `lists no feature "workspace-init" under key "features"`},
+		{"a near miss", "workspace-init2", `lists no feature "workspace-init"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(
+				&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: CLIRuntimeConfigMap, Namespace: "ns"}, Data: map[string]string{ImageKey: "cli:1"}},
+				&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: WrapperRuntimeConfigMap, Namespace: "ns"},
+					Data: map[string]string{ImageKey: "wrapper:1", agentpod.FeaturesKey: tt.wrapperFeatures}}).Build()
+			_, reason, err := agentConfig(context.Background(), c, Config{RuntimeNamespace: "ns"})
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || reason != tatarav1.ReasonRuntimeConfigInvalid || !strings.Contains(err.Error(), tt.wantErr) ||
+				!strings.Contains(err.Error(), WrapperRuntimeConfigMap) || !strings.Contains(err.Error(), "tatara-wrapper 0.6.0") {
+				t.Fatalf("reason %q, error %v; want RuntimeConfigInvalid naming the ConfigMap, %s and the chart version", reason, err, tt.wantErr)
 			}
 		})
 	}

@@ -25,8 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"tatara.dev/cli/pkg/agentpod"
 	"tatara.dev/cli/pkg/buildinfo"
-	"tatara.dev/cli/pkg/claim"
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 	"tatara.dev/operator/internal/agent"
 	"tatara.dev/operator/internal/index"
@@ -295,7 +295,20 @@ func (r *TaskReconciler) deleteSecret(ctx context.Context, task *tatarav1.Task) 
 // or Project's condition (the ConfigMap watch requeues them when it changes); other errors none.
 // The Task, Project and pool reconcilers share it, so a Project is Ready exactly when its Tasks
 // would find the runtime ConfigMaps usable.
-func readRuntimeConfig(ctx context.Context, c client.Reader, namespace, name string, res *agent.Resources, scrapeInterval *time.Duration, fetchesRef *bool) (string, string, error) {
+// requiredFeatures are the features (agentpod.FeaturesKey) this operator's pods need of each
+// runtime ConfigMap's image: without them a Task waits with RuntimeConfigInvalid naming the chart
+// version that has them, instead of getting a pod that fails.
+var requiredFeatures = map[string]struct {
+	features []string
+	since    string
+}{
+	WrapperRuntimeConfigMap: {[]string{agentpod.FeatureWorkspaceInit}, "tatara-wrapper 0.6.0"},
+}
+
+// readRuntimeConfig reads one runtime ConfigMap: its image, its container resources (into res),
+// its scrape interval and its image's features; an error with a reason is a missing or invalid
+// ConfigMap.
+func readRuntimeConfig(ctx context.Context, c client.Reader, namespace, name string, res *agent.Resources, scrapeInterval *time.Duration, features *[]string) (string, string, error) {
 	var cm corev1.ConfigMap
 	key := types.NamespacedName{Namespace: namespace, Name: name}
 	if err := c.Get(ctx, key, &cm); err != nil {
@@ -318,8 +331,15 @@ func readRuntimeConfig(ctx context.Context, c client.Reader, namespace, name str
 	if scrapeInterval != nil {
 		*scrapeInterval = d
 	}
-	if fetchesRef != nil {
-		*fetchesRef = slices.Contains(strings.Split(cm.Data[claim.FeaturesKey], ","), claim.FeatureRef)
+	have := strings.Split(cm.Data[agentpod.FeaturesKey], ",")
+	for _, f := range requiredFeatures[name].features {
+		if !slices.Contains(have, f) {
+			return "", tatarav1.ReasonRuntimeConfigInvalid, fmt.Errorf("configmap %s lists no feature %q under key %q: this operator's agent pods need it of the image (%s or later; roll that chart forward, or this operator back)",
+				key, f, agentpod.FeaturesKey, requiredFeatures[name].since)
+		}
+	}
+	if features != nil {
+		*features = have
 	}
 	return img, "", nil
 }
@@ -345,20 +365,20 @@ func agentConfig(ctx context.Context, c client.Reader, conf Config) (agent.Confi
 	if conf.OperatorCABundle != nil {
 		cfg.OperatorCABundle = conf.OperatorCABundle()
 	}
-	var cliFetchesRef, wrapperFetchesRef bool
+	var cliFeatures, wrapperFeatures []string
 	for _, rc := range []struct {
-		cm         string
-		dst        *string
-		scrape     *time.Duration
-		fetchesRef *bool
-	}{{CLIRuntimeConfigMap, &cfg.CLIImage, &cfg.CLIScrapeInterval, &cliFetchesRef}, {WrapperRuntimeConfigMap, &cfg.WrapperImage, &cfg.WrapperScrapeInterval, &wrapperFetchesRef}} {
-		img, reason, err := readRuntimeConfig(ctx, c, conf.RuntimeNamespace, rc.cm, &cfg.Resources, rc.scrape, rc.fetchesRef)
+		cm       string
+		dst      *string
+		scrape   *time.Duration
+		features *[]string
+	}{{CLIRuntimeConfigMap, &cfg.CLIImage, &cfg.CLIScrapeInterval, &cliFeatures}, {WrapperRuntimeConfigMap, &cfg.WrapperImage, &cfg.WrapperScrapeInterval, &wrapperFeatures}} {
+		img, reason, err := readRuntimeConfig(ctx, c, conf.RuntimeNamespace, rc.cm, &cfg.Resources, rc.scrape, rc.features)
 		if err != nil {
 			return cfg, reason, err
 		}
 		*rc.dst = img
 	}
-	cfg.ClaimFetchesRef = cliFetchesRef && wrapperFetchesRef
+	cfg.ClaimFetchesRef = slices.Contains(cliFeatures, agentpod.FeatureClaimRef) && slices.Contains(wrapperFeatures, agentpod.FeatureClaimRef)
 	return cfg, "", nil
 }
 

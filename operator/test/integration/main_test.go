@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"tatara.dev/cli/pkg/claim"
+	"tatara.dev/cli/pkg/agentpod"
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 	"tatara.dev/operator/internal/controller"
 	"tatara.dev/operator/internal/manager"
@@ -87,9 +87,15 @@ func setup() error {
 	return createRuntimeConfigMaps(ctx, runtimeNS)
 }
 
+// runtimeFeatures are what the current cli and wrapper charts write under agentpod.FeaturesKey.
+var runtimeFeatures = map[string]string{
+	controller.CLIRuntimeConfigMap:     agentpod.FeatureClaimRef,
+	controller.WrapperRuntimeConfigMap: agentpod.FeatureWorkspaceInit + "," + agentpod.FeatureClaimRef,
+}
+
 func createRuntimeConfigMaps(ctx context.Context, ns string) error {
 	for name, img := range map[string]string{controller.CLIRuntimeConfigMap: cliImage, controller.WrapperRuntimeConfigMap: wrapperImage} {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Data: map[string]string{"image": img, claim.FeaturesKey: claim.FeatureRef}}
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Data: map[string]string{"image": img, agentpod.FeaturesKey: runtimeFeatures[name]}}
 		if err := k8s.Create(ctx, cm); err != nil {
 			return fmt.Errorf("failed to create configmap %s/%s: %w", ns, name, err)
 		}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"tatara.dev/cli/pkg/agentpod"
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 	"tatara.dev/operator/internal/controller"
 	"tatara.dev/operator/internal/manager"
@@ -85,6 +86,22 @@ func TestProjectReadyNamesWhatIsMissing(t *testing.T) {
 		t.Fatal(err)
 	}
 	wrapperCM.Data["image"] = wrapperImage
+	if err := k8s.Update(ctx, &wrapperCM); err != nil {
+		t.Fatal(err)
+	}
+	// An image, but a wrapper chart older than this operator's pods need: invalid, the feature and
+	// the ConfigMap named.
+	eventually(t, 20*time.Second, "Ready=False naming the wrapper image's missing feature", func() error {
+		_, c = waitProjectReady(t, ns, "p", metav1.ConditionFalse, tatarav1.ReasonRuntimeConfigInvalid)
+		if !strings.Contains(c.Message, agentpod.FeatureWorkspaceInit) || !strings.Contains(c.Message, controller.WrapperRuntimeConfigMap) {
+			return fmt.Errorf("RuntimeConfigInvalid message %q does not name the feature %s of %s", c.Message, agentpod.FeatureWorkspaceInit, controller.WrapperRuntimeConfigMap)
+		}
+		return nil
+	})
+	if err := k8s.Get(ctx, types.NamespacedName{Namespace: runtimeNS, Name: controller.WrapperRuntimeConfigMap}, &wrapperCM); err != nil {
+		t.Fatal(err)
+	}
+	wrapperCM.Data[agentpod.FeaturesKey] = runtimeFeatures[controller.WrapperRuntimeConfigMap]
 	if err := k8s.Update(ctx, &wrapperCM); err != nil {
 		t.Fatal(err)
 	}

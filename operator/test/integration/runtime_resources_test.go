@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 
+	"tatara.dev/cli/pkg/agentpod"
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 	"tatara.dev/operator/internal/agent"
 	"tatara.dev/operator/internal/controller"
@@ -27,7 +28,8 @@ func TestRuntimeConfigMapsSetContainerResources(t *testing.T) {
 	cli := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: controller.CLIRuntimeConfigMap, Namespace: runtimeNS},
 		Data: map[string]string{controller.ImageKey: cliImage, controller.CLIResourcesKey: `{"requests":{"cpu":"25m","memory":"40Mi"},"limits":{"memory":"300Mi"}}`}}
 	wrapper := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: controller.WrapperRuntimeConfigMap, Namespace: runtimeNS},
-		Data: map[string]string{controller.ImageKey: wrapperImage, controller.AgentResourcesKey: `{"requests":{"cpu":"1"`}}
+		Data: map[string]string{controller.ImageKey: wrapperImage, agentpod.FeaturesKey: runtimeFeatures[controller.WrapperRuntimeConfigMap],
+			controller.AgentResourcesKey: `{"requests":{"cpu":"1"`}}
 	for _, cm := range []*corev1.ConfigMap{cli, wrapper} {
 		if err := k8s.Create(ctx, cm); err != nil {
 			t.Fatal(err)
