@@ -290,11 +290,6 @@ func (r *TaskReconciler) deleteSecret(ctx context.Context, task *tatarav1.Task) 
 	return nil
 }
 
-// readRuntimeConfig reads one runtime ConfigMap: its image, and the resources of its containers into
-// res. A missing ConfigMap, a missing image or malformed resources return a reason for the Task's
-// or Project's condition (the ConfigMap watch requeues them when it changes); other errors none.
-// The Task, Project and pool reconcilers share it, so a Project is Ready exactly when its Tasks
-// would find the runtime ConfigMaps usable.
 // requiredFeatures are the features (agentpod.FeaturesKey) this operator's pods need of each
 // runtime ConfigMap's image: without them a Task waits with RuntimeConfigInvalid naming the chart
 // version that has them, instead of getting a pod that fails.
@@ -305,9 +300,12 @@ var requiredFeatures = map[string]struct {
 	WrapperRuntimeConfigMap: {[]string{agentpod.FeatureWorkspaceInit}, "tatara-wrapper 0.6.0"},
 }
 
-// readRuntimeConfig reads one runtime ConfigMap: its image, its container resources (into res),
-// its scrape interval and its image's features; an error with a reason is a missing or invalid
-// ConfigMap.
+// readRuntimeConfig reads one runtime ConfigMap: its image, the resources of its containers into
+// res, its scrape interval and its image's features. A missing ConfigMap, a missing image,
+// malformed resources or a missing required feature return a reason for the Task's or Project's
+// condition (the ConfigMap watch requeues them when it changes); other errors none. The Task,
+// Project and pool reconcilers share it, so a Project is Ready exactly when its Tasks would find
+// the runtime ConfigMaps usable.
 func readRuntimeConfig(ctx context.Context, c client.Reader, namespace, name string, res *agent.Resources, scrapeInterval *time.Duration, features *[]string) (string, string, error) {
 	var cm corev1.ConfigMap
 	key := types.NamespacedName{Namespace: namespace, Name: name}
