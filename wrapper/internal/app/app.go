@@ -248,7 +248,8 @@ func run(cfg Config, red *redact.Redactor, stderr io.Writer, environ []string) i
 		log.Info("pod claimed", slog.Duration("waited", time.Since(start).Round(time.Millisecond)), slog.String("claim_file", cfg.ClaimFile),
 			slog.String("repo_dir", a.RepoDir), slog.String("push_branch", a.PushBranch))
 		if err := prepareCheckout(context.Background(), a, log); err != nil {
-			if we := (*workspace.Error)(nil); errors.As(err, &we) {
+			var failed *workspace.Error
+			if errors.As(err, &failed) {
 				workspace.ReportFailure(err, cfg.TerminationLog, log)
 				return ws.ExitCheckoutFailed
 			}
