@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -35,9 +36,10 @@ func TestCacheHoldsNoManagedFields(t *testing.T) {
 		"Secret": {types.NamespacedName{Namespace: ns, Name: agent.SecretName(task.Name)}, &corev1.Secret{}, &corev1.Secret{}},
 	}
 	for kind, o := range objects {
-		if err := op.GetCache().Get(ctx, o.key, o.cached); err != nil {
-			t.Fatalf("%s %s from the operator's cache: %v", kind, o.key, err)
-		}
+		// The cache follows the API server by a watch: what the server already has may not be in it yet.
+		eventually(t, 10*time.Second, fmt.Sprintf("%s %s in the operator's cache", kind, o.key), func() error {
+			return op.GetCache().Get(ctx, o.key, o.cached)
+		})
 		if err := k8s.Get(ctx, o.key, o.server); err != nil {
 			t.Fatal(err)
 		}
