@@ -372,7 +372,7 @@ sync-crds: ## Copy the operator's generated CRDs and RBAC rules into the tatara-
 	@cd charts && go run ./cmd/syncoperator --root ..
 
 .PHONY: monitoring-crds
-monitoring-crds: ## Regenerate the prometheus-operator CRDs (chart tests' charts/testdata/crds, the e2e monitoring chart's crds/).
+monitoring-crds: ## Regenerate the prometheus-operator CRDs (the e2e monitoring chart's crds/, which the chart tests load too).
 	hack/monitoring-crds.sh
 
 # The chart tests run the pinned helm and helmfile and a real kube-apiserver + etcd (envtest);

@@ -24,9 +24,9 @@ import (
 )
 
 // A real kube-apiserver + etcd (envtest, the binaries the operator's integration tests use), with
-// the charts' CRDs and the prometheus-operator CRDs installed (those the charts' monitoring objects
-// need, and those of the e2e monitoring chart, which helmfile's kind environment installs). Started
-// once, on first use.
+// the charts' CRDs and the prometheus-operator CRDs installed (testutil.MonitoringCRDsDir: those
+// the charts' monitoring objects need and those of the e2e monitoring chart, which helmfile's kind
+// environment installs). Started once, on first use.
 var (
 	envOnce  sync.Once
 	testEnv  *envtest.Environment
@@ -81,8 +81,7 @@ func apiServer(t *testing.T) client.Client {
 			BinaryAssetsDirectory: assets,
 			CRDDirectoryPaths: []string{
 				filepath.Join(root, "charts", "tatara-operator", "files", "crds"),
-				filepath.Join(root, "charts", "testdata", "crds"),
-				filepath.Join(root, "e2e", "charts", "monitoring", "crds"),
+				testutil.MonitoringCRDsDir(t),
 			},
 			ErrorIfCRDPathMissing: true,
 		}

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Regenerates the prometheus-operator CRDs from the pinned prometheus-operator API module with the
 # pinned controller-gen (the only source reachable here: no YAML release can be downloaded) into
-#   charts/testdata/crds: what the chart tests dry-run the charts' monitoring objects against
-#     (PodMonitor, ServiceMonitor, PrometheusRule);
-#   e2e/charts/monitoring/crds: what the e2e monitoring chart installs, every CRD the operator's
-#     Prometheus controller watches (it also watches Probes and, when served, ScrapeConfigs; the
-#     Alertmanager, PrometheusAgent and ThanosRuler controllers stay off without theirs).
+# e2e/charts/monitoring/crds, their one folder: what the e2e monitoring chart installs, every CRD
+# the operator's Prometheus controller watches (it also watches Probes and, when served,
+# ScrapeConfigs; the Alertmanager, PrometheusAgent and ThanosRuler controllers stay off without
+# theirs), and what the chart tests dry-run the charts' monitoring objects against (PodMonitor,
+# ServiceMonitor, PrometheusRule; through testkit's testutil.MonitoringCRDsDir).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -15,7 +15,6 @@ CACHE="${TATARA_CACHE:-${HOME}/.cache/tatara}"
 WORK="${CACHE}/build/monitoring-crds-${PROMETHEUS_OPERATOR_VERSION}"
 CONTROLLER_GEN="${CACHE}/tools/controller-gen-${CONTROLLER_GEN_VERSION}/controller-gen"
 API=github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring
-CHART_TESTS_CRDS=(podmonitors servicemonitors prometheusrules)
 E2E_CHART_CRDS=(prometheuses podmonitors servicemonitors prometheusrules probes scrapeconfigs)
 
 if [[ ! -x "${CONTROLLER_GEN}" ]]; then
@@ -45,5 +44,4 @@ write() { # out-dir kind...
 	done
 	echo "wrote ${out#"${ROOT}/"}/monitoring.coreos.com_{$(IFS=,; echo "$*")}.yaml"
 }
-write "${ROOT}/charts/testdata/crds" "${CHART_TESTS_CRDS[@]}"
 write "${ROOT}/e2e/charts/monitoring/crds" "${E2E_CHART_CRDS[@]}"

@@ -168,6 +168,14 @@ func WorkspaceDir(t testing.TB) string {
 	return workspaceDir
 }
 
+// MonitoringCRDsDir is the one folder of the prometheus-operator CRDs (hack/monitoring-crds.sh
+// writes them): the e2e monitoring chart's crds/, which helmfile's kind environment installs and
+// the charts' tests load into their API server, so both validate against the same schemas.
+func MonitoringCRDsDir(t testing.TB) string {
+	t.Helper()
+	return filepath.Join(WorkspaceDir(t), "e2e", "charts", "monitoring", "crds")
+}
+
 // WaitFor polls cond every 5 ms until it holds, failing the test after 20 s with what it waited
 // for: tests wait on observable state, never on a fixed sleep.
 func WaitFor(t testing.TB, what string, cond func() bool) {
