@@ -102,6 +102,7 @@ bench-rest: envtest-assets ## Operator REST API under load: 500 agents x (task_g
 .PHONY: bench-apf
 bench-apf: envtest-assets ## The operator's API priority level under agent load: a neighbour tenant's latency without and with the chart's FlowSchema.
 	@mkdir -p $(BIN_DIR) && helm=$$(hack/tools.sh helm) && \
+	$$helm dependency build charts/tatara-operator >/dev/null && \
 	$$helm template tatara-operator charts/tatara-operator --namespace tatara-system --show-only templates/flowcontrol.yaml >$(BIN_DIR)/flowcontrol.yaml && \
 	cd operator && TATARA_FLOWCONTROL_MANIFEST=$(abspath $(BIN_DIR))/flowcontrol.yaml go test -tags restload -run '^TestRESTLoadNeighbour$$' -count=1 -timeout 30m -v ./test/integration | grep --line-buffered -vE '^(=== RUN|PASS|ok )'
 
@@ -379,6 +380,14 @@ monitoring-crds: ## Regenerate the prometheus-operator CRDs (the e2e monitoring 
 # they fail, never skip, when one is missing.
 export TATARA_HELM := $(TOOLS_DIR)/helm-$(HELM_VERSION)/helm
 export TATARA_HELMFILE := $(TOOLS_DIR)/helmfile-$(HELMFILE_VERSION)/helmfile
+
+# The library chart charts/tatara-common: a chart that depends on it pins its version in Chart.yaml
+# and Chart.lock. After its version moves (and the pins with it), rewrite every Chart.lock; helm and
+# helmfile build the charts/ directory from them (the chart tests too, in their TestMain).
+.PHONY: chart-deps
+chart-deps: ## Rewrite each chart's Chart.lock after tatara-common's version moved.
+	@helm=$$(hack/tools.sh helm) && for c in $$(grep -l 'file://../tatara-common' charts/*/Chart.yaml); do \
+		d=$$(dirname $$c); echo "== helm dependency update $$d"; $$helm dependency update $$d >/dev/null || exit 1; done
 
 .PHONY: chart-tools
 chart-tools: envtest-assets ## Install (once, cached) helm, helmfile, kube-apiserver and etcd for the chart tests.

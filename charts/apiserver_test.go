@@ -57,6 +57,14 @@ func (w *warningRecorder) take() []string {
 }
 
 func TestMain(m *testing.M) {
+	root, err := testutil.FindWorkspaceDir()
+	if err == nil {
+		err = buildDependencies(root)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	code := m.Run()
 	if testEnv != nil {
 		if err := testEnv.Stop(); err != nil {

@@ -15,6 +15,7 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/downloader"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
@@ -38,6 +39,22 @@ var monitoringCharts = []string{"tatara-cli", "tatara-wrapper", "tatara-operator
 
 func chartDir(t testing.TB, name string) string {
 	return filepath.Join(testutil.WorkspaceDir(t), "charts", name)
+}
+
+// buildDependencies does what `helm dependency build` (and helmfile before a sync) does for every
+// chart: it packs the tatara-common library chart, at the version its Chart.lock pins, into the
+// chart's charts/ directory (git ignores it). A Chart.lock out of step with Chart.yaml, or a
+// library whose version no longer matches the pin, fails here with helm's own message.
+func buildDependencies(root string) error {
+	for _, name := range chartNames {
+		dir := filepath.Join(root, "charts", name)
+		repos := filepath.Join(os.TempDir(), "tatara-charts-test-repositories.yaml") // never read: the only dependency is a file:// one
+		m := &downloader.Manager{Out: io.Discard, ChartPath: dir, SkipUpdate: true, RepositoryConfig: repos, RepositoryCache: os.TempDir()}
+		if err := m.Build(); err != nil {
+			return fmt.Errorf("helm dependency build %s: %w", dir, err)
+		}
+	}
+	return nil
 }
 
 // rendered is one chart render: its objects (CRDs included), its hooks (the Helm test pod) and

@@ -79,7 +79,7 @@ func helmfileTemplate(t *testing.T, env string) string {
 	helm := requireTool(t, "TATARA_HELM", "helm")
 	helmfile := requireTool(t, "TATARA_HELMFILE", "helmfile")
 	out, err := run(t, filepath.Join(testutil.WorkspaceDir(t), "helmfile"), helmfile,
-		"--helm-binary", helm, "--environment", env, "--file", "helmfile.yaml", "template", "--skip-deps", "--include-crds")
+		"--helm-binary", helm, "--environment", env, "--file", "helmfile.yaml", "template", "--include-crds")
 	if err != nil {
 		t.Fatal(err)
 	}

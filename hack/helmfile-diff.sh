@@ -23,6 +23,6 @@ KUBECTL="${TATARA_CACHE:-${HOME}/.cache/tatara}/k8s/${KUBERNETES_VERSION}/bin/ku
 rendered="$(mktemp)"
 trap 'rm -f "${rendered}"' EXIT
 "${HELMFILE}" --file "${ROOT}/helmfile/helmfile.yaml" --environment "${ENV_NAME}" --helm-binary "${HELM}" \
-	template --skip-tests --include-crds --skip-deps >"${rendered}"
+	template --skip-tests --include-crds >"${rendered}"
 # --force-conflicts: a dry run may take fields helm owns; nothing is written.
 exec "${KUBECTL}" diff --server-side --force-conflicts -f "${rendered}"

@@ -149,6 +149,16 @@ var (
 // root): the way to reach another module of the workspace.
 func WorkspaceDir(t testing.TB) string {
 	t.Helper()
+	dir, err := FindWorkspaceDir()
+	if err != nil {
+		t.Fatal(err)
+		return ""
+	}
+	return dir
+}
+
+// FindWorkspaceDir is WorkspaceDir for a TestMain, which has no testing.TB to fail.
+func FindWorkspaceDir() (string, error) {
 	workspaceOnce.Do(func() {
 		out, err := exec.Command("go", "env", "GOWORK").Output()
 		gowork := strings.TrimSpace(string(out))
@@ -161,11 +171,7 @@ func WorkspaceDir(t testing.TB) string {
 			workspaceDir = filepath.Dir(gowork)
 		}
 	})
-	if workspaceErr != nil {
-		t.Fatal(workspaceErr)
-		return ""
-	}
-	return workspaceDir
+	return workspaceDir, workspaceErr
 }
 
 // MonitoringCRDsDir is the one folder of the prometheus-operator CRDs (hack/monitoring-crds.sh

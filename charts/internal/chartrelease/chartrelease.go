@@ -57,12 +57,20 @@ func (r Record) Save(root string) error {
 }
 
 // Digest is the sha256 of a chart directory's files: their paths, relative to dir, and contents,
-// in path order.
+// in path order. The chart's charts/ directory is left out: `helm dependency build` writes it (an
+// archive with build-time mtimes) from the dependency its Chart.lock pins, and that dependency's
+// content is recorded under its own name.
 func Digest(dir string) (string, error) {
 	var paths []string
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
+		if err != nil {
 			return err
+		}
+		if d.IsDir() {
+			if p == filepath.Join(dir, "charts") {
+				return filepath.SkipDir
+			}
+			return nil
 		}
 		rel, err := filepath.Rel(dir, p)
 		paths = append(paths, filepath.ToSlash(rel))

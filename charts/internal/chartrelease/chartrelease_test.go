@@ -100,3 +100,44 @@ func TestRecordRoundTrip(t *testing.T) {
 		t.Fatalf("Load of a malformed record = %v", err)
 	}
 }
+
+// TestDigestLeavesOutBuiltDependencies: what `helm dependency build` writes into charts/ is not the
+// chart's content (it changes with every build), but a chart's Chart.lock is, and a templates/charts
+// directory deeper down is an ordinary folder.
+func TestDigestLeavesOutBuiltDependencies(t *testing.T) {
+	dir := t.TempDir()
+	write := func(p, s string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, p), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	digest := func() string {
+		t.Helper()
+		d, err := Digest(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	write("Chart.yaml", "version: 0.1.0\n")
+	before := digest()
+	write("charts/tatara-common-0.1.0.tgz", "built at one time")
+	if got := digest(); got != before {
+		t.Error("a built dependency under charts/ changed the digest")
+	}
+	write("charts/tatara-common-0.1.0.tgz", "built at another time")
+	if got := digest(); got != before {
+		t.Error("rebuilding a dependency changed the digest")
+	}
+	for _, p := range []string{"Chart.lock", "templates/charts/a.yaml"} {
+		write(p, "x")
+		if got := digest(); got == before {
+			t.Errorf("%s did not change the digest", p)
+		}
+		before = digest()
+	}
+}
