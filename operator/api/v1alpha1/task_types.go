@@ -40,7 +40,9 @@ func (k TaskKind) Valid() bool {
 	return false
 }
 
-// TaskPhase is the lifecycle phase of a Task, driven by its agent pod.
+// TaskPhase is the lifecycle phase of a Task: driven by its agent pod, except Cancelled, which
+// spec.cancel or an ancestor's cancellation sets. controller/task_controller.go says which file
+// sets each.
 // +kubebuilder:validation:Enum=Pending;Running;Succeeded;Failed;Cancelled
 type TaskPhase string
 

@@ -28,7 +28,7 @@ import (
 //   - starting: created by PoolReconciler from the Project's spec.warmPool, cloning or starting;
 //   - ready: agent.Claimable, waiting for a Task (its cli asks the REST API's claim endpoint,
 //     operator/internal/api/claim.go, and holds);
-//   - claimed: a Task became its controller (TaskReconciler.claimWarm, attempts.go); from then on it
+//   - claimed: a Task became its controller (TaskReconciler.claimWarm, claim.go); from then on it
 //     is that Task's pod like any other, and goes with it;
 //   - replaced: deleted unclaimed, because what it was built from changed (agent.PoolTemplateHash),
 //     it outlived PoolPodMaxAge, it failed, or the pool shrank.

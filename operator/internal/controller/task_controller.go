@@ -1,5 +1,31 @@
 // Package controller reconciles Tasks into their token Secret and agent pod, and mirrors the
-// pod's state into the Task status.
+// pod's state into the Task status; it also keeps each Project's warm pool (pool_controller.go)
+// and Ready condition (project_controller.go).
+//
+// A Task's lifecycle. This file owns it: Reconcile is the one entry, and the deferred status
+// write at its top is the controller's only status write besides the persist step before a pod
+// is created. The phases (api/v1alpha1 TaskPhase) and what moves each:
+//   - Pending: set on the first reconcile; it stays Pending with a Ready reason that says why
+//     while the Project, repo, runtime ConfigMaps or kind are missing (Reconcile and
+//     runtime_resources.go), then the token Secret is minted (ensureSecret, here; the token's
+//     own life is in internal/token) and an attempt starts: a pool pod claimed (claimWarm,
+//     claim.go) or a pod created (startAttempt, attempts.go), each recorded in status.attempts
+//     before the pod exists;
+//   - Running: mirrored from the pod (mirrorPod, status.go);
+//   - Succeeded, Failed: the pod's end, mirrored (mirrorPod, status.go: the wrapper's exit code, a
+//     failed clone, an init container, the deadline), a lost pod without a retry (attemptLost,
+//     attempts.go; with a retry the Task goes back to Pending for attempt 2), or a restarted
+//     sidecar (Reconcile, endFailedWithPod in cancel.go); every end goes through endTask
+//     (attempts.go), which finishes the attempt and adds the activity entry;
+//   - Cancelled: spec.cancel or a cancelled ancestor (cancel.go), which also deletes the pod.
+//
+// Once terminal, the Task's Secret is deleted (deleteSecret, here) and nothing moves it again.
+//
+// The status has a second writer, the REST API (operator/internal/api: notes in notes.go, intents
+// and their activity entries through updateStatus in status.go). Both write under the API
+// server's optimistic lock (here, a merge patch carrying the resourceVersion; a conflict requeues
+// and recomputes from the newer Task), so neither overwrites the other
+// (test/integration/status_writers_test.go).
 package controller
 
 import (

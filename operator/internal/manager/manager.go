@@ -1,6 +1,23 @@
 // Package manager wires the operator together: the controller-runtime manager (metrics,
 // health probes, leader election, cache scoping), the Task and Project controllers and the REST API.
 // cmd/main.go only parses flags and calls New.
+//
+// Rollouts and leader failover: how agents' calls stay answered while operator pods come and go.
+// This file owns the operator's side; the parts and where each lives:
+//   - every replica serves the REST API (apiRunnable and api.Server need no leader); only the
+//     leader reconciles, and it hands its Lease over on a graceful stop
+//     (LeaderElectionReleaseOnCancel, here);
+//   - a replica is Ready once its API listens and its caches are synced (the readyz checks, here);
+//     the chart's Deployment keeps old pods until a new one is Ready (maxUnavailable 0), sleeps in
+//     preStop while the Service drops a pod, and a PodDisruptionBudget lets one replica go at a time
+//     (charts/tatara-operator/templates/deployment.yaml and poddisruptionbudget.yaml);
+//   - the cli retries a call the operator did not take, and GETs and keyed calls after a lost
+//     connection or a 502/503/504 (cli/internal/backend/backend.go);
+//   - a retried creating call has one effect on whichever replica it lands: its Idempotency-Key is
+//     stored with what it created (operator/internal/api/idempotency.go).
+//
+// docs/packaging.md ("Operator upgrades while Tasks run") has the figures; e2e/suite/rollout_test.go
+// (TestOperatorRollouts, TestLeaderFailover) proves 0 failed calls.
 package manager
 
 import (

@@ -9,8 +9,9 @@
 //
 // A token's life, and the one place that moves each step:
 //   - minted: ensureSecret in controller/task_controller.go, with New; the Secret is
-//     agent.BuildSecret (agent/names.go), controlled by the Task, and its Hash goes into
-//     status.tokenHash before any pod exists (startAttempt in controller/attempts.go);
+//     agent.BuildSecret (agent/names.go), controlled by the Task, and ensureSecret sets its Hash
+//     as status.tokenHash, written before any pod exists (the persist step of startAttempt in
+//     controller/attempts.go);
 //   - delivered, only to the pod's cli: a secretKeyRef in the cli's env (agent/env.go) for a pod
 //     of the Task's own; the claim's answer for a warm pool pod (api/claim.go);
 //   - checked on every REST call: taskOfToken and mintedToken in api/auth.go (the hash finds the
@@ -18,7 +19,7 @@
 //   - derived, never shared, for the memory and chat backends (tasktoken.ForAudience), which
 //     review what they get at api/tokenreview.go;
 //   - ended: refused once the Task is cancelled or finished (endedTask in api/auth.go), its Secret
-//     then deleted by the Task's reconcile (deleteSecret); replaced when a lost pod is retried
+//     then deleted by the Task's reconcile (deleteSecret in controller/task_controller.go); replaced when a lost pod is retried
 //     (attemptLost in controller/attempts.go clears the hash, and the retry mints anew); gone with
 //     the Task (owner references).
 package token
