@@ -30,7 +30,7 @@ git_rootfs() {
 git_image_build() {
 	local image="$1" file="$2" dest="$3" account="$4" home="$5" shell="$6"
 	shift 6
-	local title="${image##*/}" version="${image##*:}" label="dev.tatara.${4}-image.inputs"
+	local title="${image##*/}" version="${image##*:}" label="dev.tatara.${account}-image.inputs"
 	title="${title%%:*}"
 	[[ "$(id -u)" == 0 ]] || die "building ${image} needs root (debootstrap)"
 	local tool
