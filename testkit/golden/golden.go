@@ -39,6 +39,34 @@ func Check(t testing.TB, path string, got []byte) {
 	}
 }
 
+// CheckSection is Check for the part of a file between the markers begin and end (a generated
+// table inside a hand-written doc): it compares that part with want, or with UPDATE_GOLDEN=1
+// rewrites only that part. Missing markers fail t.
+func CheckSection(t testing.TB, path, begin, end, want string) {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Errorf("golden file %s: %v", path, err)
+		return
+	}
+	doc := string(raw)
+	from, to := strings.Index(doc, begin), strings.Index(doc, end)
+	if from < 0 || to < from+len(begin) {
+		t.Errorf("%s has no section between the markers %q and %q", path, begin, end)
+		return
+	}
+	got := doc[from+len(begin) : to]
+	if Update() {
+		if err := os.WriteFile(path, []byte(doc[:from+len(begin)]+want+doc[to:]), 0o644); err != nil {
+			t.Errorf("golden file %s: %v", path, err)
+		}
+		return
+	}
+	if got != want {
+		t.Errorf("%s is stale between %q and %q; review the diff, then run: make update-golden\n%s", path, begin, end, Diff(got, want))
+	}
+}
+
 // contextLines and MaxDiffLines bound what Diff prints.
 const (
 	contextLines = 3

@@ -64,3 +64,29 @@ func TestCheck(t *testing.T) {
 		t.Fatalf("different content: %d errors, want 1", len(r.errs))
 	}
 }
+
+func TestCheckSection(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "doc.md")
+	const doc = "intro\n<!-- b -->\nold\n<!-- e -->\noutro\n"
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := &recorder{TB: t}
+	CheckSection(r, path, "<!-- b -->\n", "<!-- e -->", "old\n")
+	if len(r.errs) != 0 {
+		t.Fatalf("equal section failed: %v", r.errs)
+	}
+	CheckSection(r, path, "<!-- b -->\n", "<!-- e -->", "new\n")
+	if len(r.errs) != 1 {
+		t.Fatalf("different section: %d errors, want 1", len(r.errs))
+	}
+	CheckSection(r, path, "<!-- missing -->", "<!-- e -->", "new\n")
+	if len(r.errs) != 2 {
+		t.Fatalf("missing marker: %d errors, want 2", len(r.errs))
+	}
+	t.Setenv(EnvUpdate, "1")
+	CheckSection(t, path, "<!-- b -->\n", "<!-- e -->", "new\n")
+	if raw, err := os.ReadFile(path); err != nil || string(raw) != "intro\n<!-- b -->\nnew\n<!-- e -->\noutro\n" {
+		t.Fatalf("update wrote %q, %v", raw, err)
+	}
+}

@@ -7,9 +7,10 @@ import (
 	"testing"
 )
 
-func TestDigestSeesEveryChange(t *testing.T) {
-	dir := t.TempDir()
-	write := func(p, s string) {
+// chartFiles returns, for a chart directory dir, a function that writes a file into it and one
+// that digests it.
+func chartFiles(t *testing.T, dir string) (write func(path, content string), digest func() string) {
+	write = func(p, s string) {
 		t.Helper()
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755); err != nil {
 			t.Fatal(err)
@@ -18,7 +19,7 @@ func TestDigestSeesEveryChange(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	digest := func() string {
+	digest = func() string {
 		t.Helper()
 		d, err := Digest(dir)
 		if err != nil {
@@ -26,6 +27,12 @@ func TestDigestSeesEveryChange(t *testing.T) {
 		}
 		return d
 	}
+	return write, digest
+}
+
+func TestDigestSeesEveryChange(t *testing.T) {
+	dir := t.TempDir()
+	write, digest := chartFiles(t, dir)
 	write("Chart.yaml", "version: 0.1.0\n")
 	write("templates/a.yaml", "a: 1\n")
 	seen := map[string]string{digest(): "start"}
@@ -106,23 +113,7 @@ func TestRecordRoundTrip(t *testing.T) {
 // directory deeper down is an ordinary folder.
 func TestDigestLeavesOutBuiltDependencies(t *testing.T) {
 	dir := t.TempDir()
-	write := func(p, s string) {
-		t.Helper()
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, p), []byte(s), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	digest := func() string {
-		t.Helper()
-		d, err := Digest(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
+	write, digest := chartFiles(t, dir)
 	write("Chart.yaml", "version: 0.1.0\n")
 	before := digest()
 	write("charts/tatara-common-0.1.0.tgz", "built at one time")

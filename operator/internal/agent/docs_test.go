@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"os"
 	"strings"
 	"testing"
 
@@ -50,24 +49,5 @@ func envTable() string {
 // the docs cannot list a variable the pod does not get, or miss one (make update-golden rewrites
 // it between its markers).
 func TestDocsEnvTableUpToDate(t *testing.T) {
-	const path = "../../../docs/architecture.md"
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := string(raw)
-	begin, end := strings.Index(doc, envTableBegin), strings.Index(doc, envTableEnd)
-	if begin < 0 || end < begin {
-		t.Fatalf("%s has no env table markers %q ... %q", path, envTableBegin, envTableEnd)
-	}
-	got, want := doc[begin+len(envTableBegin):end], envTable()
-	if golden.Update() {
-		if err := os.WriteFile(path, []byte(doc[:begin+len(envTableBegin)]+want+doc[end:]), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	if got != want {
-		t.Fatalf("%s's env table is stale; run: make update-golden\n%s", path, golden.Diff(got, want))
-	}
+	golden.CheckSection(t, "../../../docs/architecture.md", envTableBegin, envTableEnd, envTable())
 }
