@@ -199,6 +199,8 @@ func sanitize(s string) string {
 	}, s)
 }
 
+// tearDown ends the run: it deletes the kind cluster (kept with E2E_KEEP_CLUSTER=1) and its docker
+// network. Each feature's own objects go in its Teardown step (deleting, helpers_test.go).
 func tearDown(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
 	if os.Getenv("E2E_KEEP_CLUSTER") == "1" {
 		logf("E2E_KEEP_CLUSTER=1: keeping cluster %s (KUBECONFIG=%s); delete it with: hack/kind.sh delete cluster --name %s && docker network rm %s",

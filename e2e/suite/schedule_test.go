@@ -16,6 +16,11 @@ import (
 // other before it resumes any of them, so every shared feature has joined sharedRunning before an
 // alone feature waits on it. make e2e runs go test with -parallel above the number of features:
 // an alone feature holds its slot while it waits.
+//
+// Alone: TestOperatorRollouts and TestLeaderFailover (rollout_test.go) and TestUpgradeAndRollback
+// (upgrade_test.go); every other feature is shared. Teardown: each feature deletes what it
+// created in its Teardown step with deleting (helpers_test.go); the cluster itself goes in
+// tearDown (main_test.go) after the last feature, unless E2E_KEEP_CLUSTER=1.
 var (
 	sharedRunning sync.WaitGroup
 	aloneTurn     sync.Mutex

@@ -1,3 +1,10 @@
+// Profiles: which tools each Task kind's agent gets. This file owns it: the profile names, the
+// Task kind -> profile table, and each profile's tool groups plus its own operator tools. The
+// groups and the tool entries are in catalog.go and one file per backend; the server registers
+// only a profile's tools (cli/internal/mcpserver/server.go); the operator and e2e read the same
+// tables through cli/pkg/profiles, and the operator authorizes each REST route per Task kind
+// (operator/internal/api/authz.go).
+
 package catalog
 
 import (

@@ -1,6 +1,9 @@
 // Package agent builds the objects of one Task's agent: its token Secret and its pod.
 // Everything here is a pure function of the Task, its Project and the operator's
 // configuration, so the controller stays idempotent and the output is testable by golden files.
+// The controller decides when: a Task becomes a pod in startAttempt (controller/attempts.go) or
+// claims a warm one built by BuildPoolPod (claimWarm, controller/claim.go); the Task's lifecycle
+// is told in controller/task_controller.go.
 package agent
 
 import (

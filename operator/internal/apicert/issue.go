@@ -3,6 +3,19 @@
 // the operator's namespace, so that every replica serves the same pair and every agent pod trusts
 // the one CA. The CA outlives many certificates, so renewing the certificate never breaks the
 // trust of an agent pod that is already running.
+//
+// The REST API's TLS. This package owns the certificate's life in the "issued" mode; the three
+// modes, chosen by the tatara-operator chart (apiTLSSource in its templates/_helpers.tpl):
+//   - issued (apiTLS.enabled, no secretName): refresh here issues the pair on the first start,
+//     renews the certificate RenewBefore its end and replaces the CA only when it would end before
+//     a fresh certificate (Lifetimes); Issuer.Ensure (issuer.go) keeps it in the Secret;
+//   - mounted (apiTLS.secretName, e.g. cert-manager's): the operator only reads the files, and
+//     reloads them when they change;
+//   - off (apiTLS.enabled false): plain HTTP.
+//
+// The server loads and reloads the pair in operator/internal/api/tls.go, loadAPITLS in
+// operator/internal/manager/manager.go picks the mode, and each agent pod gets the CA as
+// TATARA_OPERATOR_CA_BUNDLE, which the cli alone trusts (cli/internal/backend, OperatorHTTPClient).
 package apicert
 
 import (
