@@ -126,7 +126,7 @@ func TestStatusWritersLoseNothing(t *testing.T) {
 // post is a call of the Task's REST API for a goroutine: it returns errors instead of failing the
 // test.
 func post(base, task, path, tok, body string) (int, string, error) {
-	req, err := http.NewRequest("POST", base+"/api/v1/tasks/"+task+"/"+path, strings.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, base+"/api/v1/tasks/"+task+"/"+path, strings.NewReader(body))
 	if err != nil {
 		return 0, "", err
 	}
