@@ -46,9 +46,11 @@ func chartDir(t testing.TB, name string) string {
 // chart's charts/ directory (git ignores it). A Chart.lock out of step with Chart.yaml, or a
 // library whose version no longer matches the pin, fails here with helm's own message.
 func buildDependencies(root string) error {
+	// No repository file: the only dependency is a file:// one, which needs no repository (and the
+	// user's helm configuration stays out of the tests).
+	repos := filepath.Join(os.TempDir(), "tatara-charts-test-no-repositories.yaml")
 	for _, name := range chartNames {
 		dir := filepath.Join(root, "charts", name)
-		repos := filepath.Join(os.TempDir(), "tatara-charts-test-repositories.yaml") // never read: the only dependency is a file:// one
 		m := &downloader.Manager{Out: io.Discard, ChartPath: dir, SkipUpdate: true, RepositoryConfig: repos, RepositoryCache: os.TempDir()}
 		if err := m.Build(); err != nil {
 			return fmt.Errorf("helm dependency build %s: %w", dir, err)
