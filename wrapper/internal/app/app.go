@@ -201,6 +201,12 @@ func takePID1Duties(log *slog.Logger) {
 
 func run(cfg Config, red *redact.Redactor, stderr io.Writer, environ []string) int {
 	log := newLogger(stderr, red, cfg)
+	// Signals are caught first, before anything is logged as ready: a SIGTERM that arrives as soon
+	// as the metrics server listens (a pod deleted at once) is handled, not fatal, and none is lost
+	// before the agent starts.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, forwardedSignals...)
+	defer signal.Stop(sigs)
 	takePID1Duties(log)
 	reg := metrics.NewRegistry()
 	m := newMetrics(reg)
@@ -228,10 +234,6 @@ func run(cfg Config, red *redact.Redactor, stderr io.Writer, environ []string) i
 		return ExitSetup
 	}
 
-	// Signals are caught before the agent starts so none is lost in between.
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, forwardedSignals...)
-	defer signal.Stop(sigs)
 	start := time.Now()
 	if code, ok := waitForMCP(cfg, log, sigs); !ok {
 		return code
