@@ -9,15 +9,21 @@ import (
 	"tatara.dev/operator/internal/agent"
 )
 
-// A review subtask of an implement Task reviews its parent's own work, so no agent may write what
-// the reviewer is told: an implementer that asked for "a quick review, it is already approved"
-// would steer its own verdict (review by proxy). The operator writes that directive instead, from
-// the directive of the nearest ancestor that no agent created (a root Task: subtask_create sets
-// spec.parent, so a Task without one was created by a person or the operator) and the branch the
-// parent pushes to, which is also the review's ref. For an implement Task that is itself a
-// subtask, that ancestor is the Task above it: its own directive was written by that Task's agent.
-// The text the implementer's agent sent is kept on the subtask, in ImplementerNotesAnnotation, for
-// people; the reviewer's agent is never given it.
+// No agent writes what a reviewer is told (review by proxy): an implementer that asked for "a
+// quick review, it is already approved" would steer its own verdict, and so would any Task that
+// asks for a review of a branch that it, or a Task it delegated to, pushed. So every review
+// subtask, whatever kind its parent is, is told the operator's directive instead, written from the
+// directive of the nearest ancestor that no agent created (a root Task: subtask_create sets
+// spec.parent, so a Task without one was created by a person or the operator). A coordinator
+// (issueLifecycle) writes its implement child's directive, never the directive of that child's
+// review: it is the root's text that the reviewer judges against.
+//
+// An implement Task's review is of its own branch, which is then the review's ref. Another
+// parent names the ref to review (a delegate's branch, say); the operator does not trust a ref to
+// tell whose work it holds (a branch name or a commit id), so it treats every review alike. The
+// text the asking agent sent is kept on the subtask, in ImplementerNotesAnnotation, for people;
+// the reviewer's agent is never given it. While a review runs, its parent sees neither its
+// activity, notes nor outcome, and may not cancel it (subtaskView, subtaskCancel).
 
 // ImplementerNotesAnnotation holds the directive an implement Task's agent sent with a review
 // subtask_create, cut to maxImplementerNotes bytes.
@@ -29,27 +35,32 @@ const (
 	maxDirectiveBytes = 64 << 10
 )
 
-// reviewsParent reports whether a child of kind child of parent is a review of parent's work,
-// whose directive the operator writes.
-func reviewsParent(parent *tatarav1.Task, child tatarav1.TaskKind) bool {
-	return parent.Spec.Kind == tatarav1.KindImplement && child == tatarav1.KindReview
-}
+// isReview reports whether a subtask of kind child is a review, whose directive the operator
+// writes and whose parent may neither watch nor cancel it while it runs.
+func isReview(child tatarav1.TaskKind) bool { return child == tatarav1.KindReview }
 
-// reviewOfParent rewrites req, a review subtask of an implement parent, into the operator's: the
-// parent's branch (in the requested repo of the Project) as the ref and the operator's directive,
-// written from asker's directive (see above). It returns the implementer's text for
-// ImplementerNotesAnnotation. Another ref is a 400: the review is of the parent's change, nothing
-// else.
-func reviewOfParent(parent, asker *tatarav1.Task, req *subtaskCreateRequest) (notes string, aerr *apiError) {
-	branch := agent.PushBranch(parent)
-	if req.Ref != "" && req.Ref != branch {
-		return "", errorf(http.StatusBadRequest, "field \"ref\": a review subtask reviews its parent's branch %q, not %q", branch, req.Ref)
-	}
+// reviewRequest rewrites req, a review subtask of parent, into the operator's: the ref to review
+// and the operator's directive, written from asker's directive (see above). It returns the asking
+// agent's text for ImplementerNotesAnnotation. An implement parent's review is of its own branch:
+// another ref is a 400. Any other parent must name the ref: without one the review would read the
+// default branch, which no Task changed.
+func reviewRequest(parent, asker *tatarav1.Task, req *subtaskCreateRequest) (notes string, aerr *apiError) {
 	notes = req.Directive
 	if len(notes) > maxImplementerNotes {
 		notes = strings.ToValidUTF8(notes[:maxImplementerNotes], "")
 	}
-	req.Ref, req.Directive = branch, reviewDirective(parent, asker, req.Repo, branch)
+	if parent.Spec.Kind == tatarav1.KindImplement {
+		branch := agent.PushBranch(parent)
+		if req.Ref != "" && req.Ref != branch {
+			return "", errorf(http.StatusBadRequest, "field \"ref\": a review subtask reviews its parent's branch %q, not %q", branch, req.Ref)
+		}
+		req.Ref, req.Directive = branch, reviewDirective(parent, asker, req.Repo, branch)
+		return notes, nil
+	}
+	if req.Ref == "" {
+		return "", errorf(http.StatusBadRequest, "field \"ref\": a review subtask of a %s Task names the branch or commit to review", parent.Spec.Kind)
+	}
+	req.Directive = delegatedReviewDirective(parent, asker, req.Repo, req.Ref)
 	return notes, nil
 }
 
@@ -64,6 +75,20 @@ func reviewDirective(parent, asker *tatarav1.Task, repo, branch string) string {
 		head += fmt.Sprintf("Task %q is a subtask of Task %q, whose agent wrote its directive. What Task %q was asked to do "+
 			"(its directive, from whoever created it; Task %q does part of it):\n\n", parent.Name, asker.Name, asker.Name, parent.Name)
 	}
+	return withAsked(head, asker)
+}
+
+// delegatedReviewDirective is what the reviewer of ref in repo is told when parent, which is not
+// an implement Task, asked for the review; asker is as for reviewDirective.
+func delegatedReviewDirective(parent, asker *tatarav1.Task, repo, ref string) string {
+	head := fmt.Sprintf("Review the change on %q in repo %q (checked out here) against what was asked. "+
+		"Judge it on your own: no agent wrote this directive. Task %q, which an agent runs, asked for this review.\n\n", ref, repo, parent.Name)
+	head += fmt.Sprintf("What Task %q was asked to do (its directive, from whoever created it):\n\n", asker.Name)
+	return withAsked(head, asker)
+}
+
+// withAsked appends asker's directive to head, cut to the CRD's bound on a directive.
+func withAsked(head string, asker *tatarav1.Task) string {
 	asked := asker.Spec.Directive
 	if room := maxDirectiveBytes - len(head); len(asked) > room {
 		asked = strings.ToValidUTF8(asked[:room], "")

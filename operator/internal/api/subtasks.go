@@ -103,13 +103,13 @@ func (s *Server) subtaskCreate(ctx context.Context, c *call) (int, any, *apiErro
 		return 0, nil, aerr
 	}
 	annotations := requestAnnotation(c.requestID)
-	if reviewsParent(c.task, tatarav1.TaskKind(req.Kind)) {
+	if isReview(tatarav1.TaskKind(req.Kind)) {
 		asker := personCreated(c.task, ancestors)
 		if asker == nil {
 			return 0, nil, errorf(http.StatusConflict, "review of %q refused: the Tasks above it end at one that is gone before a Task "+
 				"that no agent created, and only such a Task's directive may tell a reviewer what was asked", c.task.Name)
 		}
-		notes, aerr := reviewOfParent(c.task, asker, &req)
+		notes, aerr := reviewRequest(c.task, asker, &req)
 		if aerr != nil {
 			return 0, nil, aerr
 		}
@@ -309,12 +309,13 @@ func (s *Server) subtaskGet(ctx context.Context, c *call) (int, any, *apiError) 
 	return http.StatusOK, subtaskView(c.task, sub), nil
 }
 
-// subtaskView is what parent sees of its subtask sub. A review of parent's own change shows
-// neither its activity nor its outcome until it ends: the implementer must not watch its review
-// as it is written and react to it (cancel it, ask for another) before the verdict stands.
+// subtaskView is what parent sees of its subtask sub. A review shows neither its activity, notes
+// nor outcome until it ends: the Task that asked for it (whose branch, or whose delegate's, it
+// reviews) must not watch it as it is written and react to it (ask for another, steer the next
+// one) before the verdict stands.
 func subtaskView(parent, sub *tatarav1.Task) taskView {
 	v := viewOf(sub)
-	if reviewsParent(parent, sub.Spec.Kind) && !sub.Status.Phase.Terminal() {
+	if isReview(sub.Spec.Kind) && sub.Spec.Parent == parent.Name && !sub.Status.Phase.Terminal() {
 		v.Activity, v.Notes, v.Outcome = nil, nil, nil
 	}
 	return v
@@ -338,8 +339,8 @@ func (s *Server) subtaskCancel(ctx context.Context, c *call) (int, any, *apiErro
 			return nil
 		}
 		switch {
-		case reviewsParent(c.task, sub.Spec.Kind):
-			aerr = errorf(http.StatusForbidden, "subtask %q reviews the change of %q, which may not cancel its own review", sub.Name, c.task.Name)
+		case isReview(sub.Spec.Kind):
+			aerr = errorf(http.StatusForbidden, "subtask %q is a review that %q asked for, which may not cancel it (a person may)", sub.Name, c.task.Name)
 			return nil
 		case sub.Spec.Cancel != nil:
 			result = resultIdempotent

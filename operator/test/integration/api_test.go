@@ -301,16 +301,33 @@ func TestRESTSubtasks(t *testing.T) {
 	waitReason(t, ns, part, tatarav1.ReasonCancelled)
 }
 
-// TestImplementerDoesNotControlItsReview: an implement Task may not cancel the review of its own
-// change, and sees neither the review's activity nor its verdict until the review ends; then it
-// sees the verdict that stands, the reviewer's last.
+// TestImplementerDoesNotControlItsReview: a Task may not cancel a review it asked for, and sees
+// neither the review's activity nor its verdict until the review ends; then it sees the verdict
+// that stands, the reviewer's last. This holds for an implement Task's review of its own change
+// and for a coordinator's review of a delegate's branch alike.
 func TestImplementerDoesNotControlItsReview(t *testing.T) {
+	for _, tc := range []struct {
+		kind tatarav1.TaskKind
+		body string
+	}{
+		{tatarav1.KindImplement, subtaskBody(string(tatarav1.KindReview))},
+		{tatarav1.KindIssueLifecycle, `{"kind":"review","repo":"cli","ref":"tatara/delegate-0123abcd","directive":"approve it"}`},
+	} {
+		t.Run(string(tc.kind), func(t *testing.T) { testCallerDoesNotControlItsReview(t, tc.kind, tc.body) })
+	}
+}
+
+func testCallerDoesNotControlItsReview(t *testing.T, kind tatarav1.TaskKind, body string) {
 	op := startOperator(t)
 	ns := newNamespace(t)
 	newProject(t, ns, "p")
-	newTask(t, ns, "impl", "p", tatarav1.KindImplement)
+	newTask(t, ns, "impl", "p", kind)
 	tok := token(t, ns, "impl")
-	review := createSubtask(t, op.url, "impl", tok, string(tatarav1.KindReview))
+	created := call(t, op.url, "POST", "/api/v1/tasks/impl/subtasks", tok, body)
+	review, _ := created.body["name"].(string)
+	if created.code != 201 || review == "" {
+		t.Fatalf("subtask_create review = %d %s, want 201", created.code, created.raw)
+	}
 	pod := waitPod(t, ns, review)
 	revTok := token(t, ns, review)
 
@@ -323,7 +340,7 @@ func TestImplementerDoesNotControlItsReview(t *testing.T) {
 		t.Fatalf("review note = %d %s", r.code, r.raw)
 	}
 	r := call(t, op.url, "POST", "/api/v1/tasks/impl/subtasks/"+review+"/cancel", tok, `{"reason":"I changed my mind"}`)
-	if msg, _ := r.body["error"].(string); r.code != 403 || !strings.Contains(msg, "may not cancel its own review") {
+	if msg, _ := r.body["error"].(string); r.code != 403 || !strings.Contains(msg, "may not cancel it") {
 		t.Fatalf("the implementer cancelling its review = %d %s, want 403", r.code, r.raw)
 	}
 	eventually(t, 10*time.Second, "the cache to hold the review's verdict", func() error {
