@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -42,6 +43,14 @@ const (
 	// maxPodReviews bounds the reviews kept; past it they are all dropped and asked again.
 	maxPodReviews = 4096
 )
+
+// podReviewFailures is the budget of failed pod-token reviews per source address. Anything the
+// operator's NetworkPolicy admits can call the claim endpoint without a credential of its own, and
+// every token the cache does not know costs a TokenReview on the API server; a failed one spends
+// the caller's budget, a passing one does not. A pool pod's honest token passes; a flood of forged
+// ones costs the API server the burst, then one review per interval, per source: the rest are
+// refused with 429 before any review is sent.
+var podReviewFailures = RateLimit{PerSecond: 1.0 / 30, Burst: 5}
 
 // The user info extras of a pod-bound ServiceAccount token (KEP-1205).
 const (
@@ -92,7 +101,7 @@ func (p *podReviews) put(key [32]byte, pod poolPod, now time.Time) {
 // that will never serve a Task.
 func (s *Server) podClaim(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	status, body, pod := s.servePodClaim(r)
+	status, body, pod := s.servePodClaim(w, r)
 	if body == nil {
 		w.WriteHeader(status)
 	} else {
@@ -112,7 +121,7 @@ func (s *Server) podClaim(w http.ResponseWriter, r *http.Request) {
 	s.opts.Log.Info("pod claim", attrs...)
 }
 
-func (s *Server) servePodClaim(r *http.Request) (int, any, poolPod) {
+func (s *Server) servePodClaim(w http.ResponseWriter, r *http.Request) (int, any, poolPod) {
 	tok, ok := token.FromAuthorization(r.Header.Get("Authorization"))
 	if !ok {
 		return http.StatusUnauthorized, errorBody{Error: fmt.Sprintf("missing bearer token: send Authorization: Bearer <the pod's ServiceAccount token for audience %s>", claim.Audience)}, poolPod{}
@@ -125,7 +134,10 @@ func (s *Server) servePodClaim(r *http.Request) (int, any, poolPod) {
 		}
 		wait = min(time.Duration(secs)*time.Second, claim.MaxWait)
 	}
-	pod, aerr := s.reviewPodToken(r.Context(), tok)
+	pod, aerr := s.reviewPodToken(r.Context(), tok, sourceAddr(r))
+	if aerr != nil && aerr.retryAfter != "" {
+		w.Header().Set("Retry-After", aerr.retryAfter)
+	}
 	if aerr != nil {
 		return aerr.status, errorBody{Error: aerr.msg}, pod
 	}
@@ -151,12 +163,34 @@ func (s *Server) servePodClaim(r *http.Request) (int, any, poolPod) {
 }
 
 // reviewPodToken asks the API server whose token tok is: it must be a live pod's, bound to it,
-// for claim.Audience.
-func (s *Server) reviewPodToken(ctx context.Context, tok string) (poolPod, *apiError) {
+// for claim.Audience. A review that fails spends src's podReviewFailures budget; without budget
+// left the answer is a 429 and no review is sent.
+func (s *Server) reviewPodToken(ctx context.Context, tok string, src netip.Addr) (poolPod, *apiError) {
 	key := sha256.Sum256([]byte(tok))
 	if pod, ok := s.podReviews.get(key, time.Now()); ok {
 		return pod, nil
 	}
+	refund, ok, wait := s.podReviewFailures.reserve(src)
+	if !ok {
+		aerr := errorf(http.StatusTooManyRequests, "too many pod tokens from %s failed their review (budget: %d, then one per %s): retry after %ss",
+			src, podReviewFailures.Burst, time.Duration(float64(time.Second)/podReviewFailures.PerSecond), retryAfter(wait))
+		aerr.retryAfter = retryAfter(wait)
+		return poolPod{}, aerr
+	}
+	pod, aerr := s.sendPodTokenReview(ctx, tok)
+	if aerr == nil || aerr.status != http.StatusUnauthorized {
+		refund() // only a token the API server refused spends the budget
+	}
+	if aerr != nil {
+		return poolPod{}, aerr
+	}
+	s.podReviews.put(key, pod, time.Now())
+	return pod, nil
+}
+
+// sendPodTokenReview sends the TokenReview of tok: a 401 for a token that is not a live pod's,
+// bound to it, for claim.Audience.
+func (s *Server) sendPodTokenReview(ctx context.Context, tok string) (poolPod, *apiError) {
 	review := &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: tok, Audiences: []string{claim.Audience}}}
 	if err := s.opts.Client.Create(ctx, review); err != nil {
 		return poolPod{}, errorf(http.StatusInternalServerError, "failed to review the pod's token: %v", err)
@@ -170,9 +204,7 @@ func (s *Server) reviewPodToken(ctx context.Context, tok string) (poolPod, *apiE
 	if len(names) != 1 || len(uids) != 1 || !strings.HasPrefix(st.User.Username, "system:serviceaccount:") || !isSA {
 		return poolPod{}, errorf(http.StatusUnauthorized, "invalid token: not bound to a pod (project a serviceAccountToken volume with audience %s)", claim.Audience)
 	}
-	pod := poolPod{namespace: ns, name: names[0], uid: types.UID(uids[0])}
-	s.podReviews.put(key, pod, time.Now())
-	return pod, nil
+	return poolPod{namespace: ns, name: names[0], uid: types.UID(uids[0])}, nil
 }
 
 // claimOf is the answer for a claimed pool pod, with when its claim was recorded; nil while the

@@ -14,6 +14,8 @@ import (
 type apiError struct {
 	status int
 	msg    string
+	// retryAfter is a 429's Retry-After value, in whole seconds, where the answer sets it.
+	retryAfter string
 }
 
 func (e *apiError) Error() string { return e.msg }

@@ -112,6 +112,27 @@ func (l *limiters[K]) allow(key K) (bool, time.Duration) {
 	return false, time.Duration(math.Ceil(missing / l.limit.PerSecond * float64(time.Second)))
 }
 
+// reserve takes one token from key's bucket, as allow does, and returns refund, which gives it
+// back: for a budget that only failures spend, taken before the attempt (so concurrent attempts
+// cannot all pass on one token) and refunded when the attempt succeeds.
+func (l *limiters[K]) reserve(key K) (refund func(), ok bool, wait time.Duration) {
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lim, found := l.byKey[key]
+	if !found {
+		l.sweep(now)
+		lim = rate.NewLimiter(rate.Limit(l.limit.PerSecond), l.limit.Burst)
+		l.byKey[key] = lim
+	}
+	r := lim.ReserveN(now, 1)
+	if d := r.DelayFrom(now); !r.OK() || d > 0 {
+		r.CancelAt(now)
+		return nil, false, d
+	}
+	return func() { r.CancelAt(l.now()) }, true, 0
+}
+
 // sweep drops idle limiters once there are limiterSweepAbove of them, at most once per
 // limiterSweepInterval. l.mu is held.
 func (l *limiters[K]) sweep(now time.Time) {
