@@ -11,6 +11,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"tatara.dev/operator/internal/metrics"
 )
 
 // serveWithLimits runs a server without a cluster (the routes are never reached) and returns its
@@ -99,11 +104,71 @@ func TestLimitsDefaults(t *testing.T) {
 	l := Limits{ReadTimeout: time.Second}.withDefaults()
 	want := Limits{ReadHeaderTimeout: DefaultReadHeaderTimeout, ReadTimeout: time.Second, WriteTimeout: DefaultWriteTimeout,
 		IdleTimeout: DefaultIdleTimeout, HandlerTimeout: DefaultHandlerTimeout, MaxHeaderBytes: DefaultMaxHeaderBytes,
-		MaxConnections: DefaultMaxConnections}
+		MaxConnections: DefaultMaxConnections, MaxConnectionsPerSource: DefaultMaxConnectionsPerSource}
 	if l != want {
 		t.Errorf("withDefaults = %+v, want %+v", l, want)
 	}
+	if DefaultMaxConnectionsPerSource*16 > DefaultMaxConnections {
+		t.Errorf("per-source cap %d is not well below the global cap %d", DefaultMaxConnectionsPerSource, DefaultMaxConnections)
+	}
 	if DefaultHandlerTimeout >= DefaultWriteTimeout {
 		t.Errorf("handler timeout %v is not inside the write timeout %v", DefaultHandlerTimeout, DefaultWriteTimeout)
+	}
+}
+
+// TestOneSourceCannotHoldEveryConnection: a source that opens as many idle connections as the
+// whole server may hold keeps only its own cap of them (the rest are closed unread and counted);
+// another source is still served.
+func TestOneSourceCannotHoldEveryConnection(t *testing.T) {
+	const global, perSource = 8, 3
+	reg := prometheus.NewRegistry()
+	m := metrics.NewMetrics(reg)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	limits := Limits{MaxConnections: global, MaxConnectionsPerSource: perSource, ReadHeaderTimeout: time.Minute, IdleTimeout: time.Minute}
+	go func() { done <- New(Options{Limits: limits, Metrics: m}).Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("server: %v", err)
+		}
+	})
+	addr := ln.Addr().String()
+
+	// The attacker's connections, all from 127.0.0.1, idle: none sends a request. They are
+	// accepted in the order they were made, so the first perSource are held and every later one
+	// is closed unread (EOF) once the server accepts it.
+	for i := range global {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		if i < perSource {
+			continue
+		}
+		_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		if _, err := c.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+			t.Fatalf("connection %d of one source, past its cap of %d: read %v, want EOF (closed by the server)", i+1, perSource, err)
+		}
+	}
+	if n := testutil.ToFloat64(m.APIConnectionsRefused); n != global-perSource {
+		t.Errorf("tatara_operator_api_connections_refused_total = %v, want %d", n, global-perSource)
+	}
+
+	// Another source is served (an address of 127/8 other than 127.0.0.1).
+	other := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}).DialContext}}
+	resp, err := other.Get("http://" + addr + HealthzPath)
+	if err != nil {
+		t.Fatalf("a request from another source while one holds its cap: %v", err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("healthz from another source = %d, want 200", resp.StatusCode)
 	}
 }

@@ -37,10 +37,14 @@ import (
 const DefaultMaxBodyBytes = 16 << 10
 
 // Connection limits of the REST server. Agents can reach it and may misbehave, so no connection
-// may hold a goroutine for long: every route answers after a few API server calls, none of them
-// long-polls (the chat backend's wait tool does, not this API), so a write timeout of 30 s is
-// generous. Bodies are at most MaxBodyBytes (16 KiB by default): 15 s to send one is slow enough
-// for any honest client.
+// may hold a goroutine for long: every route answers after a few API server calls, and the one
+// that long-polls, a pool pod's claim, waits at most claim.MaxWait (20 s), so a write timeout of
+// 30 s is enough. Bodies are at most MaxBodyBytes (16 KiB by default): 15 s to send one is slow
+// enough for any honest client.
+//
+// Open connections are capped twice: per source address, so that one pod cannot hold them all,
+// and in all. Every waiting pool pod holds one connection for its claim's long poll, all the
+// time, and a cli a few for its tool calls; a backend's token reviews come from one address.
 const (
 	DefaultReadHeaderTimeout = 10 * time.Second
 	DefaultReadTimeout       = 15 * time.Second
@@ -52,8 +56,13 @@ const (
 	// DefaultMaxHeaderBytes fits a bearer token and ordinary headers many times over.
 	DefaultMaxHeaderBytes = 16 << 10
 	// DefaultMaxConnections bounds open connections (an idle keep-alive costs about 18 KiB):
-	// far above what the agents of one cluster keep open, and about 18 MiB at most.
-	DefaultMaxConnections = 1024
+	// far above what the agents and pool pods of one cluster keep open (4 or fewer each), and
+	// about 72 MiB at most.
+	DefaultMaxConnections = 4096
+	// DefaultMaxConnectionsPerSource bounds the connections one source address holds open: a
+	// cli's tool calls and its claim need a few, a backend's concurrent token reviews more. It
+	// takes 64 sources at their cap to fill DefaultMaxConnections.
+	DefaultMaxConnectionsPerSource = 64
 )
 
 // Limits bound each connection; a zero field takes its Default* value.
@@ -62,6 +71,9 @@ type Limits struct {
 	MaxHeaderBytes                                                            int
 	// MaxConnections bounds the connections open at once; more wait to be accepted.
 	MaxConnections int
+	// MaxConnectionsPerSource bounds the connections one source address holds open; more from
+	// it are closed as soon as they are accepted.
+	MaxConnectionsPerSource int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -80,6 +92,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxConnections <= 0 {
 		l.MaxConnections = DefaultMaxConnections
+	}
+	if l.MaxConnectionsPerSource <= 0 {
+		l.MaxConnectionsPerSource = DefaultMaxConnectionsPerSource
 	}
 	return l
 }
@@ -132,8 +147,10 @@ type Server struct {
 	sharedLocks  *leaseLock
 	// notes records task_note calls, a group commit per Task.
 	notes *noteCommitter
-	// podReviews keeps the API server's answers about pool pods' tokens (claim.go).
-	podReviews podReviews
+	// podReviews keeps the API server's answers about pool pods' tokens, podReviewFailures each
+	// source's budget of failed ones (claim.go).
+	podReviews        podReviews
+	podReviewFailures *sourceLimiters
 }
 
 // Serving is a readiness check: nil while the REST API accepts requests. An agent pod's calls go
@@ -211,7 +228,8 @@ func New(opts Options) *Server {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
 	opts.Limits = opts.Limits.withDefaults()
-	s := &Server{opts: opts, mux: http.NewServeMux(), grace: newGraceSlots(), notes: newNoteCommitter(opts.Client, opts.APIReader)}
+	s := &Server{opts: opts, mux: http.NewServeMux(), grace: newGraceSlots(), notes: newNoteCommitter(opts.Client, opts.APIReader),
+		podReviewFailures: newLimiters[netip.Addr](podReviewFailures, time.Now)}
 	if opts.RateLimit.Enabled() {
 		s.limiters = newTaskLimiters(opts.RateLimit, time.Now)
 	}
@@ -268,7 +286,13 @@ func (s *Server) Start(ctx context.Context) error {
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	// The server's own errors (a failed TLS handshake, a handler's panic) go to the JSON log too.
 	l := s.opts.Limits
-	ln = netutil.LimitListener(ln, l.MaxConnections)
+	var refused func()
+	if s.opts.Metrics != nil {
+		refused = s.opts.Metrics.APIConnectionsRefused.Inc
+	}
+	// The cap per source sits inside the global one: a connection closed for its source's cap
+	// never holds a place of the global cap.
+	ln = netutil.LimitListener(limitPerSource(ln, l.MaxConnectionsPerSource, refused), l.MaxConnections)
 	srv := &http.Server{Handler: s.Handler(), ErrorLog: slog.NewLogLogger(s.opts.Log.Handler(), slog.LevelWarn),
 		ReadHeaderTimeout: l.ReadHeaderTimeout, ReadTimeout: l.ReadTimeout, WriteTimeout: l.WriteTimeout,
 		IdleTimeout: l.IdleTimeout, MaxHeaderBytes: l.MaxHeaderBytes}

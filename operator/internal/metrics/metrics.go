@@ -23,6 +23,9 @@ var HTTPRequestDurationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 
 type Metrics struct {
 	// APIRequests counts REST API requests by operator tool and HTTP status code.
 	APIRequests *prometheus.CounterVec
+	// APIConnectionsRefused counts REST API connections closed unread because their source
+	// address already held its cap of open connections.
+	APIConnectionsRefused prometheus.Counter
 	// HTTPRequestDuration observes REST API request latency by route (the registered path
 	// pattern, never the raw path), method and HTTP status code.
 	HTTPRequestDuration *prometheus.HistogramVec
@@ -61,6 +64,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "tatara_operator_api_requests_total",
 			Help: "REST API requests by operator tool and HTTP status code.",
 		}, []string{"tool", "code"}),
+		APIConnectionsRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tatara_operator_api_connections_refused_total",
+			Help: "REST API connections closed unread because their source address held its cap of open connections.",
+		}),
 		HTTPRequestDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "tatara_operator_http_request_duration_seconds",
 			Help:    "REST API request latency in seconds, by route pattern, method and HTTP status code.",
@@ -104,6 +111,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 
 // Collectors returns every metric, e.g. to unregister them from a shared registry.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.APIRequests, m.HTTPRequestDuration, m.AgentPodsCreated, m.TokenSecretsCreated, m.TaskReconciles, m.IntentsRecorded,
+	return []prometheus.Collector{m.APIRequests, m.APIConnectionsRefused, m.HTTPRequestDuration, m.AgentPodsCreated, m.TokenSecretsCreated, m.TaskReconciles, m.IntentsRecorded,
 		m.WarmPoolPods, m.WarmPoolClaims, m.WarmPoolClaimDelivery, m.BuildInfo}
 }
