@@ -82,10 +82,15 @@ func PoolTemplateHash(pod *corev1.Pod, operatorVersion string) string {
 }
 
 // Claimable reports whether a pool pod may be claimed now: not yet claimed, not going away, its
-// clone done and its containers running.
+// clone done, its containers running and none of its sidecars restarted. A Task that claimed a pod
+// whose sidecar restarted would fail at once (RestartedSidecar), though nothing of it ran there:
+// the pool replaces such a pod instead.
 func Claimable(pod *corev1.Pod) bool {
 	if pod.Labels[LabelPool] == "" || pod.Labels[LabelTask] != "" || !pod.DeletionTimestamp.IsZero() ||
 		pod.Status.Phase != corev1.PodRunning || len(pod.Status.ContainerStatuses) == 0 {
+		return false
+	}
+	if _, _, restarted := RestartedSidecar(pod); restarted {
 		return false
 	}
 	for _, s := range pod.Status.InitContainerStatuses {
@@ -100,6 +105,30 @@ func Claimable(pod *corev1.Pod) bool {
 		}
 	}
 	return true
+}
+
+// RestartedSidecar names a sidecar (a restartable init container) of a running or pending pod
+// that has restarted, with its restart count: while it was down, the agent could have taken its
+// port, so the pod serves no Task.
+func RestartedSidecar(pod *corev1.Pod) (name string, restarts int32, ok bool) {
+	if pod.Status.Phase != corev1.PodRunning && pod.Status.Phase != corev1.PodPending {
+		return "", 0, false
+	}
+	for _, s := range pod.Status.InitContainerStatuses {
+		if s.RestartCount > 0 && isSidecar(pod, s.Name) {
+			return s.Name, s.RestartCount, true
+		}
+	}
+	return "", 0, false
+}
+
+func isSidecar(pod *corev1.Pod, name string) bool {
+	for _, c := range pod.Spec.InitContainers {
+		if c.Name == name {
+			return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+		}
+	}
+	return false
 }
 
 // ClaimPoolPod turns pool pod into task's pod: the Task becomes its only controller and owner

@@ -140,11 +140,12 @@ func runningPoolPod(t *testing.T) *corev1.Pod {
 }
 
 func TestClaimable(t *testing.T) {
-	tests := []struct {
+	type claimCase struct {
 		name string
 		edit func(*corev1.Pod)
 		want bool
-	}{
+	}
+	tests := []claimCase{
 		{"running, clone done", func(*corev1.Pod) {}, true},
 		{"claimed", func(p *corev1.Pod) { p.Labels[LabelTask] = "t1" }, false},
 		{"not a pool pod", func(p *corev1.Pod) { delete(p.Labels, LabelPool) }, false},
@@ -159,6 +160,15 @@ func TestClaimable(t *testing.T) {
 		{"agent container waiting", func(p *corev1.Pod) {
 			p.Status.ContainerStatuses[0].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{}}
 		}, false},
+	}
+	// Each sidecar that restarted, running again, makes the pod unclaimable.
+	for i, c := range runningPoolPod(t).Spec.InitContainers {
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			tests = append(tests, claimCase{"sidecar " + c.Name + " restarted", func(p *corev1.Pod) { p.Status.InitContainerStatuses[i].RestartCount = 1 }, false})
+		}
+	}
+	if len(tests) < 10 {
+		t.Fatalf("the pool pod has %d sidecars, want the cli and the git gateway at least", len(tests)-8)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -31,7 +31,7 @@ import (
 //   - claimed: a Task became its controller (TaskReconciler.claimWarm, claim.go); from then on it
 //     is that Task's pod like any other, and goes with it;
 //   - replaced: deleted unclaimed, because what it was built from changed (agent.PoolTemplateHash),
-//     it outlived PoolPodMaxAge, it failed, or the pool shrank.
+//     it outlived PoolPodMaxAge, it failed, a sidecar of it restarted, or the pool shrank.
 // A claim and a replacement of the same pod race safely: both write with its resourceVersion as a
 // precondition, so only one of them happens.
 
@@ -123,6 +123,10 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 			stale = append(stale, pod)
 		case now.Sub(pod.CreationTimestamp.Time) >= maxAge:
 			stale = append(stale, pod)
+		case restarted(pod):
+			// Never claimable again (agent.Claimable): replaced at once, no failure hold, as
+			// nothing of the pod's clone or template is wrong.
+			stale = append(stale, pod)
 		default:
 			live[kind] = append(live[kind], pod)
 			requeue = minPositive(requeue, maxAge-now.Sub(pod.CreationTimestamp.Time))
@@ -173,6 +177,11 @@ func failedAt(pod *corev1.Pod) time.Time {
 		}
 	}
 	return at
+}
+
+func restarted(pod *corev1.Pod) bool {
+	_, _, ok := agent.RestartedSidecar(pod)
+	return ok
 }
 
 func minPositive(a, b time.Duration) time.Duration {

@@ -197,29 +197,6 @@ func podFailure(pod *corev1.Pod) (reason, msg string) {
 	return tatarav1.ReasonPodFailed, msg
 }
 
-// restartedSidecar names a sidecar (a restartable init container) of a running pod that has
-// restarted, with its restart count.
-func restartedSidecar(pod *corev1.Pod) (name string, restarts int32, ok bool) {
-	if pod.Status.Phase != corev1.PodRunning && pod.Status.Phase != corev1.PodPending {
-		return "", 0, false
-	}
-	for _, s := range pod.Status.InitContainerStatuses {
-		if s.RestartCount > 0 && isSidecar(pod, s.Name) {
-			return s.Name, s.RestartCount, true
-		}
-	}
-	return "", 0, false
-}
-
-func isSidecar(pod *corev1.Pod, name string) bool {
-	for _, c := range pod.Spec.InitContainers {
-		if c.Name == name {
-			return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
-		}
-	}
-	return false
-}
-
 func podReady(pod *corev1.Pod) bool {
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodReady {

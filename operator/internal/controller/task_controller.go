@@ -208,7 +208,7 @@ func (r *TaskReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res c
 	if err != nil || pod == nil {
 		return ctrl.Result{}, err
 	}
-	if sidecar, restarts, ok := restartedSidecar(pod); ok {
+	if sidecar, restarts, ok := agent.RestartedSidecar(pod); ok {
 		msg := fmt.Sprintf("sidecar %s of agent pod %s restarted (%d restarts): the agent could have taken its port meanwhile, so the pod was stopped", sidecar, pod.Name, restarts)
 		return ctrl.Result{}, r.endFailedWithPod(ctx, &task, tatarav1.ReasonSidecarRestarted, msg)
 	}

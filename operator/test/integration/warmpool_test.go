@@ -553,3 +553,27 @@ func TestWarmPoolHoldsAFailedPod(t *testing.T) {
 		t.Errorf("replaced %.1fs after the failure, before the %s hold", since.Seconds(), hold)
 	}
 }
+
+// TestWarmPoolReplacesAPodWhoseSidecarRestarted: a pool pod whose cli restarted before any claim
+// could never serve a Task (the claiming Task would fail with SidecarRestarted though nothing of
+// it ran there): the pool replaces it at once, with no failure hold.
+func TestWarmPoolReplacesAPodWhoseSidecarRestarted(t *testing.T) {
+	startOperator(t, withPoolTimes(0, time.Hour))
+	ns := newNamespace(t)
+	newProject(t, ns, "p", withWarmPool(1))
+	first := waitPool(t, ns, 1)[0]
+	setPodStatus(t, &first, func(s *corev1.PodStatus) {
+		for i := range s.InitContainerStatuses {
+			if s.InitContainerStatuses[i].Name == agent.CLIContainer {
+				s.InitContainerStatuses[i].RestartCount = 1
+			}
+		}
+	})
+	eventually(t, 20*time.Second, "the pod whose cli restarted replaced", func() error {
+		pods := unclaimedPoolPods(t, ns)
+		if len(pods) != 1 || pods[0].UID == first.UID {
+			return fmt.Errorf("%d unclaimed pool pods, the first still among them", len(pods))
+		}
+		return nil
+	})
+}
