@@ -15,8 +15,9 @@ import (
 
 // ExitCheckoutFailed is the wrapper's exit code when a claimed pool pod could not fetch or check
 // out its Task's ref, before the agent started; the wrapper's termination message is a Failure.
-// The agent cannot have written that message first, but it could later exit with this code
-// itself: the operator therefore takes only the Reason from the wrapper's message, never its text.
+// The agent shares the wrapper's container: the wrapper exits 1 when the agent exits with this
+// code, and empties the message once the agent has run. The operator still takes only the Reason
+// from the wrapper's message, never its text.
 const ExitCheckoutFailed = 5
 
 // Reasons a workspace could not be prepared; each becomes the reason of the Task's WorkspaceFailed

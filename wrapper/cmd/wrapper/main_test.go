@@ -62,9 +62,10 @@ type wrapperRun struct {
 func startWrapper(t *testing.T, env ...string) *wrapperRun {
 	t.Helper()
 	wrapper, standin := build(t)
-	state := t.TempDir()
-	cmd := exec.Command(wrapper, "--metrics-addr", "127.0.0.1:0", "--poll-interval", "20ms")
-	cmd.Dir = t.TempDir()
+	state, dir := t.TempDir(), t.TempDir()
+	cmd := exec.Command(wrapper, "--metrics-addr", "127.0.0.1:0", "--poll-interval", "20ms",
+		"--termination-log", filepath.Join(dir, terminationLogName))
+	cmd.Dir = dir
 	cmd.Env = append([]string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(),
 		"TATARA_PROJECT=proj", "TATARA_TASK=task-1", "TATARA_TASK_KIND=implement",
@@ -238,14 +239,14 @@ func TestWrapperRunsAgentEndToEnd(t *testing.T) {
 		`raw {"type":"queue-operation","operation":"enqueue"}`,
 		`raw {"type":"brand-new-kind"}`,
 		"say done " + secretToken,
-		"exit 3",
+		"exit 9",
 	}, "\n")
 	r := startWrapper(t, "TATARA_DIRECTIVE="+script, "TATARA_WRAPPER_LINGER=2m")
 	addr := r.waitLog(t, "metrics server listening")["addr"].(string)
 	base := "http://" + addr
 
 	exited := r.waitLog(t, "agent exited")
-	if exited["exit_code"] != float64(3) || exited["level"] != "ERROR" || exited["tool_uses"] != float64(3) ||
+	if exited["exit_code"] != float64(9) || exited["level"] != "ERROR" || exited["tool_uses"] != float64(3) ||
 		exited["internal_issues"] != float64(2) || exited["malformed"] != float64(1) || exited["turns"] != float64(4) ||
 		exited["result_subtype"] != "error_during_execution" || exited["project"] != "proj" || exited["task"] != "task-1" {
 		t.Fatalf("agent exited line = %v", exited)
@@ -343,8 +344,8 @@ tatara_wrapper_internal_issue_total{category="workspace_broken",severity="warn"}
 	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	if code := r.wait(t); code != 3 {
-		t.Fatalf("wrapper exit code = %d, want the agent's 3", code)
+	if code := r.wait(t); code != 9 {
+		t.Fatalf("wrapper exit code = %d, want the agent's 9", code)
 	}
 }
 
@@ -469,6 +470,52 @@ func TestWrapperExitCodes(t *testing.T) {
 				t.Fatalf("exit code = %d, want %d", code, tc.code)
 			}
 			r.waitLog(t, tc.log)
+		})
+	}
+}
+
+// TestWrapperOwnsItsExitCodesAndTerminationMessage: the agent runs arbitrary code in the wrapper's
+// container, so it can write the termination log and exit with any code. Exit code 5 with a
+// workspace Failure there would pass for the wrapper's failed checkout (the operator would fail
+// the Task as WorkspaceFailed, "agent not started"): an agent's exit with one of the wrapper's own
+// codes becomes 1, and the termination message is emptied after the agent ran.
+func TestWrapperOwnsItsExitCodesAndTerminationMessage(t *testing.T) {
+	agent := filepath.Join(t.TempDir(), "agent.sh")
+	// The agent's working directory is the wrapper's, where startWrapper puts the termination log.
+	forge := "#!/bin/sh\nprintf '%s' '{\"reason\":\"AuthFailed\",\"message\":\"forged\"}' > " + terminationLogName + "\nexit \"$FORGED_EXIT\"\n"
+	if err := os.WriteFile(agent, []byte(forge), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name      string
+		agentCode int
+		want      int
+	}{
+		{"checkout failed (5)", 5, 1},
+		{"usage (2)", 2, 1},
+		{"setup (3)", 3, 1},
+		{"no MCP server (4)", 4, 1},
+		{"agent not startable (127)", 127, 1},
+		{"success", 0, 0},
+		{"failure", 1, 1},
+		{"another code passes through", 7, 7},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := startWrapper(t, "TATARA_DIRECTIVE=forge", "TATARA_AGENT_COMMAND="+agent, fmt.Sprintf("FORGED_EXIT=%d", tc.agentCode))
+			if code := r.wait(t); code != tc.want {
+				t.Fatalf("exit code = %d, want %d", code, tc.want)
+			}
+			r.waitLog(t, "agent exited")
+			if tc.want != tc.agentCode {
+				if l := r.waitLog(t, "agent exited with one of the wrapper's exit codes; the wrapper exits ExitAgentFailed instead"); l["agent_exit_code"] != float64(tc.agentCode) {
+					t.Errorf("the agent's own code is not logged: %v", l)
+				}
+			}
+			msg, err := os.ReadFile(filepath.Join(r.cmd.Dir, terminationLogName))
+			if err != nil || len(msg) != 0 {
+				t.Fatalf("termination message %q (%v), want the file emptied", msg, err)
+			}
 		})
 	}
 }

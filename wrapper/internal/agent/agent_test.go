@@ -37,24 +37,30 @@ func TestEnv(t *testing.T) {
 			parent: []string{"PATH=/bin", "CLAUDE_CODE_CHILD_SESSION=1", "CLAUDE_CODE_MAX_OUTPUT_TOKENS=4096",
 				"CLAUDE_CONFIG_DIR=/home/x/.claude", "TATARA_TOKEN=secret", "ANTHROPIC_API_KEY=k", "ENABLE_TOOL_SEARCH=false"},
 			want: []string{"PATH=/bin", "CLAUDE_CODE_MAX_OUTPUT_TOKENS=4096", "ANTHROPIC_API_KEY=k", "ENABLE_TOOL_SEARCH=false",
-				"DISABLE_TELEMETRY=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "CLAUDE_CONFIG_DIR=/state/claude"},
+				"DISABLE_TELEMETRY=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "CLAUDE_CODE_DISABLE_GIT_INSTRUCTIONS=1", "CLAUDE_CONFIG_DIR=/state/claude"},
 		},
 		{
 			name:   "a proxy leaves the agent's loopback MCP server direct: NO_PROXY gains 127.0.0.1 and localhost",
 			parent: []string{"HTTPS_PROXY=http://proxy:3128", "NO_PROXY=.svc, 10.0.0.0/8", "no_proxy=localhost"},
 			want: []string{"HTTPS_PROXY=http://proxy:3128", "DISABLE_TELEMETRY=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-				"NO_PROXY=.svc,10.0.0.0/8,127.0.0.1,localhost", "no_proxy=localhost,127.0.0.1", "CLAUDE_CONFIG_DIR=/state/claude"},
+				"NO_PROXY=.svc,10.0.0.0/8,127.0.0.1,localhost", "no_proxy=localhost,127.0.0.1", "CLAUDE_CODE_DISABLE_GIT_INSTRUCTIONS=1", "CLAUDE_CONFIG_DIR=/state/claude"},
 		},
 		{
 			name:   "a NO_PROXY that already exempts loopback is left alone",
 			parent: []string{"http_proxy=http://proxy:3128", "NO_PROXY=127.0.0.1,localhost", "no_proxy=localhost,127.0.0.1"},
 			want: []string{"http_proxy=http://proxy:3128", "NO_PROXY=127.0.0.1,localhost", "no_proxy=localhost,127.0.0.1",
-				"DISABLE_TELEMETRY=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "CLAUDE_CONFIG_DIR=/state/claude"},
+				"DISABLE_TELEMETRY=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "CLAUDE_CODE_DISABLE_GIT_INSTRUCTIONS=1", "CLAUDE_CONFIG_DIR=/state/claude"},
+		},
+		{
+			name:   "the wrapper's fixed values win over a Project's: no commit subjects in the system prompt",
+			parent: []string{"CLAUDE_CODE_DISABLE_GIT_INSTRUCTIONS=0", "PATH=/bin", "CLAUDE_CODE_DISABLE_GIT_INSTRUCTIONS="},
+			want: []string{"PATH=/bin", "DISABLE_TELEMETRY=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+				"CLAUDE_CODE_DISABLE_GIT_INSTRUCTIONS=1", "CLAUDE_CONFIG_DIR=/state/claude"},
 		},
 		{
 			name:   "a Project's own value of a default wins",
 			parent: []string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=0", "DISABLE_TELEMETRY=1"},
-			want:   []string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=0", "DISABLE_TELEMETRY=1", "CLAUDE_CONFIG_DIR=/state/claude"},
+			want:   []string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=0", "DISABLE_TELEMETRY=1", "CLAUDE_CODE_DISABLE_GIT_INSTRUCTIONS=1", "CLAUDE_CONFIG_DIR=/state/claude"},
 		},
 	}
 	for _, tt := range tests {

@@ -98,15 +98,28 @@ var BreakingEnv = []string{"CLAUDE_CODE_CHILD_SESSION"}
 // update hosts, which an egress-restricted pod could not reach anyway.
 var DefaultEnv = []string{"DISABLE_TELEMETRY=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"}
 
-// Env returns the agent's environment: parent minus BreakingEnv, an inherited CLAUDE_CONFIG_DIR
-// and the variables in drop; then DefaultEnv entries the parent does not set; then
-// CLAUDE_CONFIG_DIR=configDir (the wrapper tails the transcript there, so it is not negotiable).
+// FixedEnv is set for the agent whatever its environment says, so a Project's extraEnvs cannot
+// turn it off. CLAUDE_CODE_DISABLE_GIT_INSTRUCTIONS=1 keeps the CLI from putting the repository's
+// git status and recent commit subjects into its system prompt: every repository a Task clones is
+// untrusted input (a review clones the implementer's branch), and its last commit's subject would
+// otherwise reach the model before the agent has read anything. The agent can still run git log.
+var FixedEnv = []string{"CLAUDE_CODE_DISABLE_GIT_INSTRUCTIONS=1"}
+
+// Env returns the agent's environment: parent minus BreakingEnv, an inherited CLAUDE_CONFIG_DIR,
+// FixedEnv's variables and the variables in drop; then DefaultEnv entries the parent does not
+// set; then FixedEnv and CLAUDE_CONFIG_DIR=configDir (the wrapper tails the transcript there, so
+// it is not negotiable).
 func Env(parent []string, configDir string, drop ...string) []string {
-	out := make([]string, 0, len(parent)+len(DefaultEnv)+1)
+	out := make([]string, 0, len(parent)+len(DefaultEnv)+len(FixedEnv)+1)
+	fixed := map[string]bool{ConfigDirEnv: true}
+	for _, kv := range FixedEnv {
+		name, _, _ := strings.Cut(kv, "=")
+		fixed[name] = true
+	}
 	set := map[string]bool{}
 	for _, kv := range parent {
 		name, _, _ := strings.Cut(kv, "=")
-		if name == ConfigDirEnv || contains(BreakingEnv, name) || contains(drop, name) {
+		if fixed[name] || contains(BreakingEnv, name) || contains(drop, name) {
 			continue
 		}
 		set[name] = true
@@ -117,7 +130,7 @@ func Env(parent []string, configDir string, drop ...string) []string {
 			out = append(out, kv)
 		}
 	}
-	out = exemptLoopbackFromProxies(out)
+	out = append(exemptLoopbackFromProxies(out), FixedEnv...)
 	return append(out, ConfigDirEnv+"="+configDir)
 }
 

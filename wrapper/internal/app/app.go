@@ -10,10 +10,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -44,7 +46,14 @@ const (
 	ExitSetup      = 3   // could not prepare the run (listen, write config)
 	ExitAgentStart = 127 // the agent command could not be started
 	ExitNoMCP      = 4   // the MCP server never accepted a connection, so the agent was not started
+	// ExitAgentFailed is the agent's exit with one of the wrapper's own codes (reservedExitCodes):
+	// the agent runs arbitrary code and must not pass for the wrapper, e.g. exit 5 as a checkout
+	// that failed before it started. Its own code is logged.
+	ExitAgentFailed = 1
 )
+
+// reservedExitCodes are the wrapper's; an agent that exits with one exits ExitAgentFailed.
+var reservedExitCodes = []int{ExitUsage, ExitSetup, ExitNoMCP, ws.ExitCheckoutFailed, ExitAgentStart}
 
 // DefaultMCPWait bounds how long the agent's start waits for the cli sidecar's MCP server: as long
 // as the startup probe it replaces allowed (60 checks, 1 s apart).
@@ -70,6 +79,7 @@ type Config struct {
 	// the claim assignment there gives them, and the MCP wait has no time limit.
 	ClaimFile string
 	// TerminationLog gets the reason when a claimed pod's checkout of its Task's ref fails.
+	// The wrapper empties it once the agent has run: the agent can write it too.
 	TerminationLog string
 }
 
@@ -137,7 +147,40 @@ func ParseConfig(args []string, getenv func(string) string) (Config, error) {
 	if c.ConfigDir == "" {
 		c.ConfigDir = filepath.Join(c.StateDir, "claude")
 	}
+	// The agent inherits the wrapper's HOME (agent.Env).
+	if err := checkOutsideWorkDir(c, getenv("HOME")); err != nil {
+		return c, err
+	}
 	return c, nil
+}
+
+// checkOutsideWorkDir refuses a state dir, agent config dir or HOME at or under the agent's
+// working directory, a clone of code another agent may have written: the CLI would read its user
+// settings (hooks, env) from there, the shell its rc files and git its global config. A Project's
+// extraEnvs can set TATARA_WRAPPER_STATE_DIR and HOME.
+func checkOutsideWorkDir(c Config, home string) error {
+	workDir, err := filepath.Abs(c.WorkDir) // "" is the wrapper's own, which the agent inherits
+	if err != nil {
+		return fmt.Errorf("failed to resolve the working directory %q: %w", c.WorkDir, err)
+	}
+	for _, d := range []struct{ name, path string }{
+		{"TATARA_WRAPPER_STATE_DIR (--state-dir)", c.StateDir},
+		{"TATARA_CLAUDE_CONFIG_DIR (--claude-config-dir)", c.ConfigDir},
+		{"HOME", home},
+	} {
+		if d.path == "" {
+			continue
+		}
+		path, err := filepath.Abs(d.path)
+		if err != nil {
+			return fmt.Errorf("failed to resolve %s %q: %w", d.name, d.path, err)
+		}
+		// Rel, not a string prefix: /workspace-other is not under /workspace.
+		if rel, err := filepath.Rel(workDir, path); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return fmt.Errorf("failed to validate %s %q: it is at or under the agent's working directory %q, which the repository controls", d.name, path, workDir)
+		}
+	}
+	return nil
 }
 
 // durationEnv parses the duration in the environment variable name; unset is 0.
@@ -283,7 +326,17 @@ func run(cfg Config, red *redact.Redactor, stderr io.Writer, environ []string) i
 	}
 	holdForScrape(cfg, log, scrapes)
 	linger(cfg, log, sigs)
+	clearTerminationLog(cfg.TerminationLog, log)
 	return code
+}
+
+// clearTerminationLog empties the termination message, last, so that nothing the agent (or a
+// process it left behind) wrote there passes for the wrapper's. truncate(2) creates no file where
+// the kubelet made none, and cannot block on a FIFO put in its place.
+func clearTerminationLog(path string, log *slog.Logger) {
+	if err := os.Truncate(path, 0); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		log.Warn("failed to clear the termination message", slog.String("path", path), slog.Any("error", err))
+	}
 }
 
 // waitForMCP holds the agent's start until the cli's MCP server accepts a connection: the agent
@@ -386,6 +439,10 @@ func runAgent(cfg Config, log *slog.Logger, proc *agent.Process, tailer *transcr
 	if waitErr != nil {
 		log.Error("failed to wait for agent", slog.Any("error", waitErr))
 		code = 1
+	} else if slices.Contains(reservedExitCodes, code) {
+		log.Warn("agent exited with one of the wrapper's exit codes; the wrapper exits ExitAgentFailed instead",
+			slog.Int("agent_exit_code", code), slog.Int("exit_code", ExitAgentFailed))
+		code = ExitAgentFailed
 	}
 	report(log, sessionID, res, code, tailer.Summary(), pid1.ProcessReaper().Orphans())
 	return code

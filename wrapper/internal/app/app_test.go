@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -86,6 +88,69 @@ func TestParseConfig(t *testing.T) {
 				t.Fatal(err)
 			}
 			tc.check(t, c)
+		})
+	}
+}
+
+// TestParseConfigKeepsTheAgentsDirsOutOfTheWorkspace: the working directory is a clone of code
+// another agent may have written, and a Project's extraEnvs may set TATARA_WRAPPER_STATE_DIR and
+// HOME: a state dir there would make the repository's claude/settings.json the CLI's user
+// settings, a HOME there its .bashrc and .gitconfig the agent's. Paths are compared cleaned and
+// absolute, and a sibling that only shares a prefix (/workspace-other) is not inside.
+func TestParseConfigKeepsTheAgentsDirsOutOfTheWorkspace(t *testing.T) {
+	cwd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		args []string
+		home string
+		err  []string // what the error names; nil = accepted
+	}{
+		{"state dir in the workspace", []string{"--workdir", "/workspace/r", "--state-dir", "/workspace/r/.tatara"}, "/home/agent",
+			[]string{"TATARA_WRAPPER_STATE_DIR", `"/workspace/r/.tatara"`, `"/workspace/r"`}},
+		{"state dir is the workspace", []string{"--workdir", "/workspace/r/", "--state-dir", "/workspace/r"}, "/home/agent",
+			[]string{"TATARA_WRAPPER_STATE_DIR", `"/workspace/r"`}},
+		{"state dir reached through ..", []string{"--workdir", "/workspace/r", "--state-dir", "/tmp/../workspace/r/x"}, "/home/agent",
+			[]string{"TATARA_WRAPPER_STATE_DIR", `"/workspace/r/x"`, `"/workspace/r"`}},
+		{"config dir in the workspace", []string{"--workdir", "/workspace/r", "--state-dir", "/tmp/s", "--claude-config-dir", "/workspace/r/claude"}, "/home/agent",
+			[]string{"TATARA_CLAUDE_CONFIG_DIR", `"/workspace/r/claude"`, `"/workspace/r"`}},
+		{"HOME in the workspace", []string{"--workdir", "/workspace/r", "--state-dir", "/tmp/s"}, "/workspace/r/home",
+			[]string{"HOME", `"/workspace/r/home"`, `"/workspace/r"`}},
+		{"HOME is the workspace", []string{"--workdir", "/workspace", "--state-dir", "/tmp/s"}, "/workspace",
+			[]string{"HOME", `"/workspace"`}},
+		{"relative state dir under the default working directory", []string{"--state-dir", "state"}, "/home/agent",
+			[]string{"TATARA_WRAPPER_STATE_DIR", strconv.Quote(filepath.Join(cwd, "state")), strconv.Quote(cwd)}},
+		{"HOME is the default working directory", []string{"--state-dir", "/tmp/s"}, cwd,
+			[]string{"HOME", strconv.Quote(cwd)}},
+		{"siblings that share a prefix", []string{"--workdir", "/workspace", "--state-dir", "/workspace-state"}, "/workspace-home", nil},
+		{"the working directory under HOME", []string{"--workdir", "/home/agent/r", "--state-dir", "/tmp/s"}, "/home/agent", nil},
+		{"the pod's layout", []string{"--workdir", "/workspace/r"}, "/home/agent", nil},
+		{"no HOME", []string{"--workdir", "/workspace/r", "--state-dir", "/tmp/s"}, "", nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseConfig(tc.args, env(map[string]string{"TATARA_DIRECTIVE": "x", "HOME": tc.home}))
+			if tc.err == nil {
+				if err != nil {
+					t.Fatalf("err = %v, want none", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("accepted, want an error naming %q", tc.err)
+			}
+			for _, want := range tc.err {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("err = %v, want it to name %s", err, want)
+				}
+			}
+			var stderr bytes.Buffer
+			if code := Main(tc.args, env(map[string]string{"TATARA_DIRECTIVE": "x", "HOME": tc.home}), nil, &stderr); code != ExitUsage ||
+				!strings.Contains(stderr.String(), `"msg":"invalid configuration"`) {
+				t.Errorf("Main = %d, want %d (ExitUsage) and an invalid configuration log; stderr:\n%s", code, ExitUsage, stderr.String())
+			}
 		})
 	}
 }
