@@ -36,10 +36,11 @@ func (l *sourceConnLimit) Accept() (net.Conn, error) {
 		l.mu.Lock()
 		if l.open[src] >= l.max {
 			l.mu.Unlock()
-			_ = c.Close()
+			// Counted before the close, so whoever sees the connection closed sees it counted.
 			if l.refused != nil {
 				l.refused()
 			}
+			_ = c.Close()
 			continue
 		}
 		l.open[src]++
