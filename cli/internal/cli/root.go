@@ -34,7 +34,7 @@ func NewRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newMCPCommand(stderr), newGitGatewayCommand(stderr), newToolsCommand(), newVersionCommand(),
+	root.AddCommand(newMCPCommand(stderr), newGitGatewayCommand(stderr), newModelGatewayCommand(stderr), newToolsCommand(), newVersionCommand(),
 		newReleaseCheckCommand())
 	return root
 }

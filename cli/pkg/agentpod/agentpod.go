@@ -17,10 +17,17 @@ const (
 	GitGatewayListen = "127.0.0.1:7778"
 	GitGatewayURL    = "http://" + GitGatewayListen + "/"
 
+	// ModelGatewayListen is the model gateway sidecar's address; the agent CLI's
+	// ANTHROPIC_BASE_URL is ModelGatewayURL.
+	ModelGatewayListen = "127.0.0.1:7779"
+	ModelGatewayURL    = "http://" + ModelGatewayListen
+
 	// The ports Prometheus scrapes and the kubelet probes, on every interface of the pod.
 	WrapperMetricsPort   = 9090
 	CLIMetricsPort       = 9091
 	GitGatewayHealthPort = 9092
+	// ModelGatewayMetricsPort serves the model gateway's /metrics and /healthz.
+	ModelGatewayMetricsPort = 9093
 )
 
 // The agent pod's container names: the operator builds them, and what reads a pod's logs or
@@ -31,6 +38,7 @@ const (
 	WrapperInstallContainer = "wrapper-install"
 	WorkspaceInitContainer  = "workspace-init"
 	GitGatewayContainer     = "git-gateway"
+	ModelGatewayContainer   = "model-gateway"
 )
 
 // What the images of the cli and wrapper charts can do for the operator's pods: each chart lists
@@ -48,4 +56,7 @@ const (
 	// both list it, since an older image would drop the ref and the agent would work on the pool's
 	// branch.
 	FeatureClaimRef = "claim-ref"
+	// FeatureModelGateway is a cli image with `tatara model-gateway`: the operator gives a pod
+	// the model gateway sidecar (and the agent no model credential) only when the cli lists it.
+	FeatureModelGateway = "model-gateway"
 )

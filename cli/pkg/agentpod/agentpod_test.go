@@ -23,6 +23,7 @@ func TestAddressesAreLoopbackAndDistinct(t *testing.T) {
 	for _, tc := range []struct{ who, listen, url string }{
 		{"the cli's MCP", agentpod.MCPListen, agentpod.MCPURL},
 		{"the git gateway", agentpod.GitGatewayListen, agentpod.GitGatewayURL},
+		{"the model gateway", agentpod.ModelGatewayListen, agentpod.ModelGatewayURL},
 	} {
 		host, port, err := net.SplitHostPort(tc.listen)
 		if err != nil || !net.ParseIP(host).IsLoopback() {
@@ -37,4 +38,5 @@ func TestAddressesAreLoopbackAndDistinct(t *testing.T) {
 	claim(strconv.Itoa(agentpod.WrapperMetricsPort), "the wrapper's metrics")
 	claim(strconv.Itoa(agentpod.CLIMetricsPort), "the cli's metrics")
 	claim(strconv.Itoa(agentpod.GitGatewayHealthPort), "the git gateway's health")
+	claim(strconv.Itoa(agentpod.ModelGatewayMetricsPort), "the model gateway's metrics")
 }
