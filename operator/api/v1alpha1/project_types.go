@@ -62,6 +62,51 @@ type RepoPush struct {
 	SecretName string `json:"secretName"`
 }
 
+// AgentModel is how agent pods reach the model API. The credential lives only in the agent pod's
+// model gateway sidecar (`tatara model-gateway`), which forwards the agent CLI's model requests to
+// BaseURL and adds it: the agent gets ANTHROPIC_BASE_URL pointing at the gateway on loopback and no
+// credential of any kind. The gateway meters every token (the Task's status.usage) and enforces
+// TaskTokenBudget.
+// +kubebuilder:validation:XValidation:rule="!(self.secretName.startsWith('tatara-agent-') && self.secretName.endsWith('-token'))",message="secretName may not name a Task's token Secret (tatara-agent-<task>-token)"
+type AgentModel struct {
+	// BaseURL of the model API, e.g. https://api.anthropic.com, or a company's LLM gateway.
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^https?://[^/@?#\s]+(/[^?#\s]*)?$`
+	BaseURL string `json:"baseURL"`
+	// SecretName is the Secret, in the agent pod's namespace, holding the credential under
+	// SecretKey; only the model gateway mounts it.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	SecretName string `json:"secretName"`
+	// SecretKey is the key of the credential in SecretName.
+	// +kubebuilder:default=api-key
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	// +optional
+	SecretKey string `json:"secretKey,omitempty"`
+	// AuthScheme is how the credential is sent: x-api-key (the model API's own header) or bearer
+	// (Authorization: Bearer, what company LLM gateways usually take).
+	// +kubebuilder:validation:Enum=x-api-key;bearer
+	// +kubebuilder:default=x-api-key
+	// +optional
+	AuthScheme ModelAuthScheme `json:"authScheme,omitempty"`
+	// TaskTokenBudget bounds the tokens one Task may use in all its attempts: every input,
+	// output, cache-write and cache-read token the model API reports. Once a Task has used it,
+	// the gateway refuses the agent's next model request and the Task fails with reason
+	// BudgetExceeded. A request under way when the budget is reached completes. 0 is unlimited.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	TaskTokenBudget int64 `json:"taskTokenBudget,omitempty"`
+}
+
+// ModelAuthScheme is how the model gateway sends the credential upstream.
+type ModelAuthScheme string
+
+const (
+	ModelAuthAPIKey ModelAuthScheme = "x-api-key"
+	ModelAuthBearer ModelAuthScheme = "bearer"
+)
+
 // AgentStorage holds the size limits of the agent pod's emptyDir volumes.
 type AgentStorage struct {
 	// Workspace is the limit of /workspace, where the repository is cloned and the agent works.
@@ -107,6 +152,7 @@ const (
 )
 
 // ProjectAgent holds the settings of every agent pod of a Project.
+// +kubebuilder:validation:XValidation:rule="!has(self.model) || !has(self.extraEnvs) || self.extraEnvs.all(e, !(e.name in ['ANTHROPIC_BASE_URL', 'ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN', 'CLAUDE_CODE_OAUTH_TOKEN']))",message="with model set, extraEnvs may not set ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN or CLAUDE_CODE_OAUTH_TOKEN: the agent reaches the model API through the model gateway, which holds the credential"
 type ProjectAgent struct {
 	// Image, when set, is the image of the agent pod's main container: it holds the agent binary
 	// at BinaryPath and whatever the agent needs at run time (libc, shell, git, ...). An init
@@ -139,9 +185,13 @@ type ProjectAgent struct {
 	// the same name. Of the TATARA_ names only TATARA_TOOL_PROFILE (the documented override of
 	// the kind's profile) and TATARA_WRAPPER_* (the wrapper's own settings) are accepted: the
 	// others carry the Task's identity, token and backends, which a Project must not redirect.
+	// HOME and TATARA_WRAPPER_STATE_DIR are refused too: the agent CLI reads its user settings
+	// from the state dir and the shell and git theirs from HOME, and set into the workspace they
+	// would hand that configuration to the repository (the wrapper refuses them there as well).
 	// A value may come only from a Secret or ConfigMap key (secretKeyRef, configMapKeyRef).
 	// +kubebuilder:validation:MaxItems=100
 	// +kubebuilder:validation:XValidation:rule="self.all(e, !e.name.startsWith('TATARA_') || e.name == 'TATARA_TOOL_PROFILE' || e.name.startsWith('TATARA_WRAPPER_'))",message="extraEnvs may not set TATARA_* variables other than TATARA_TOOL_PROFILE and TATARA_WRAPPER_*: they carry the Task's identity, token and backends"
+	// +kubebuilder:validation:XValidation:rule="self.all(e, e.name != 'HOME' && e.name != 'TATARA_WRAPPER_STATE_DIR')",message="extraEnvs may not set HOME or TATARA_WRAPPER_STATE_DIR: the operator keeps the agent's home and the wrapper's state out of the workspace, whose files must not configure the agent CLI"
 	// +kubebuilder:validation:XValidation:rule="self.all(e, !has(e.valueFrom) || ((has(e.valueFrom.secretKeyRef) || has(e.valueFrom.configMapKeyRef)) && !has(e.valueFrom.fieldRef) && !has(e.valueFrom.resourceFieldRef)))",message="extraEnvs valueFrom may only be a secretKeyRef or a configMapKeyRef"
 	// +kubebuilder:validation:XValidation:rule="self.all(e, !has(e.valueFrom) || !has(e.valueFrom.secretKeyRef) || !(has(e.valueFrom.secretKeyRef.name) && e.valueFrom.secretKeyRef.name.startsWith('tatara-agent-') && e.valueFrom.secretKeyRef.name.endsWith('-token')))",message="extraEnvs may not read a Task's token Secret (tatara-agent-<task>-token)"
 	// +optional
@@ -177,6 +227,13 @@ type ProjectAgent struct {
 	// +kubebuilder:default={}
 	// +optional
 	Storage AgentStorage `json:"storage,omitempty"`
+
+	// Model, when set, keeps the model API credential out of the agent: see AgentModel. With it,
+	// ExtraEnvs may not set the agent CLI's model variables, which would bypass the gateway. Without
+	// it the agent CLI reaches the model API with whatever ExtraEnvs give it, and a key given
+	// there is readable by the agent (the Project's ModelKeyVisible condition says so).
+	// +optional
+	Model *AgentModel `json:"model,omitempty"`
 
 	// ---- Pod loss (the Task controller's retry policy) ----
 
@@ -281,6 +338,16 @@ const (
 	ReasonRepoSecretMissing = "RepoSecretMissing"
 	// ReasonAgentPodsBuildable: everything an agent pod of the Project needs is there.
 	ReasonAgentPodsBuildable = "AgentPodsBuildable"
+	// ReasonModelSecretMissing: spec.agent.model's Secret does not exist.
+	ReasonModelSecretMissing = "ModelSecretMissing"
+
+	// ProjectConditionModelKeyVisible is True when spec.agent.extraEnvs gives the agent a model
+	// credential (ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, CLAUDE_CODE_OAUTH_TOKEN): the agent,
+	// and every command it runs, can read it. spec.agent.model keeps it in the model gateway.
+	ProjectConditionModelKeyVisible = "ModelKeyVisible"
+	// ReasonModelKeyInExtraEnvs and ReasonModelGateway are its reasons.
+	ReasonModelKeyInExtraEnvs = "ModelKeyInExtraEnvs"
+	ReasonModelGateway        = "ModelGateway"
 )
 
 // +kubebuilder:object:root=true

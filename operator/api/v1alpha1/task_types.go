@@ -243,6 +243,32 @@ type TaskAttempt struct {
 	// +kubebuilder:validation:MaxLength=1024
 	// +optional
 	Message string `json:"message,omitempty"`
+
+	// Usage is what the attempt's agent used of the model, as its pod's model gateway metered
+	// it; recorded when the attempt ends, unset for a pod without a model gateway or one whose
+	// gateway left no report (a pod lost with its node).
+	// +optional
+	Usage *ModelUsage `json:"usage,omitempty"`
+}
+
+// ModelUsage counts model requests and the tokens the model API reported for them.
+type ModelUsage struct {
+	// Requests the model gateway forwarded upstream.
+	// +kubebuilder:validation:Minimum=0
+	Requests int64 `json:"requests"`
+	// +kubebuilder:validation:Minimum=0
+	InputTokens int64 `json:"inputTokens"`
+	// +kubebuilder:validation:Minimum=0
+	OutputTokens int64 `json:"outputTokens"`
+	// CacheCreationInputTokens were written to the prompt cache.
+	// +kubebuilder:validation:Minimum=0
+	CacheCreationInputTokens int64 `json:"cacheCreationInputTokens"`
+	// CacheReadInputTokens were read from the prompt cache.
+	// +kubebuilder:validation:Minimum=0
+	CacheReadInputTokens int64 `json:"cacheReadInputTokens"`
+	// Tokens is the sum of the four token counts: what a Project's token budget bounds.
+	// +kubebuilder:validation:Minimum=0
+	Tokens int64 `json:"tokens"`
 }
 
 // Finished reports whether the attempt has ended.
@@ -251,6 +277,30 @@ func (a *TaskAttempt) Finished() bool { return a.FinishedAt != nil }
 // Finish records how the attempt ended.
 func (a *TaskAttempt) Finish(now metav1.Time, reason, msg string) {
 	a.FinishedAt, a.Reason, a.Message = &now, reason, truncateUTF8(msg, MaxAttemptMessage)
+}
+
+// SetAttemptUsage records the current attempt's model usage (set, not added: recording the same
+// pod's report again changes nothing) and makes Usage the sum over every attempt.
+func (s *TaskStatus) SetAttemptUsage(u ModelUsage) {
+	cur := s.CurrentAttempt()
+	if cur == nil {
+		return
+	}
+	u.Tokens = u.InputTokens + u.OutputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
+	cur.Usage = &u
+	var total ModelUsage
+	for _, a := range s.Attempts {
+		if a.Usage == nil {
+			continue
+		}
+		total.Requests += a.Usage.Requests
+		total.InputTokens += a.Usage.InputTokens
+		total.OutputTokens += a.Usage.OutputTokens
+		total.CacheCreationInputTokens += a.Usage.CacheCreationInputTokens
+		total.CacheReadInputTokens += a.Usage.CacheReadInputTokens
+		total.Tokens += a.Usage.Tokens
+	}
+	s.Usage = &total
 }
 
 // TaskStatus defines the observed state of a Task.
@@ -310,6 +360,10 @@ type TaskStatus struct {
 	// +listType=atomic
 	// +optional
 	Attempts []TaskAttempt `json:"attempts,omitempty"`
+
+	// Usage is the model use of every attempt together (each attempt's is in Attempts).
+	// +optional
+	Usage *ModelUsage `json:"usage,omitempty"`
 
 	// ObservedGeneration is the generation the status reflects.
 	// +optional
@@ -424,6 +478,9 @@ const (
 	// Its loopback port was free in between, for the agent in the same network namespace to take,
 	// so the operator stops the pod rather than trust what answers there now.
 	ReasonSidecarRestarted = "SidecarRestarted"
+	// ReasonBudgetExceeded: the Task spent its token budget (Project spec.agent.model
+	// .taskTokenBudget), and the model gateway refused the agent's next model request.
+	ReasonBudgetExceeded = "BudgetExceeded"
 
 	// ConditionWorkspaceFailed is True when the workspace-init container could not prepare
 	// /workspace; its reason is what workspace-init classified (RepoNotFound, AuthFailed,
@@ -440,6 +497,7 @@ const (
 // +kubebuilder:printcolumn:name="Project",type=string,JSONPath=`.spec.projectRef.name`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Outcome",type=string,JSONPath=`.status.outcome.intent`
+// +kubebuilder:printcolumn:name="Tokens",type=integer,JSONPath=`.status.usage.tokens`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // The selectable fields let the REST API list only the Tasks a decision needs from the API server
 // (a parent's children, a Project's active Tasks) with field selectors.

@@ -183,6 +183,66 @@ func gitGateway(t target, repo *tatarav1.ProjectRepo, cfg Config) (corev1.Contai
 		}}}
 }
 
+// modelGateway is the native sidecar through which the agent CLI reaches the model API (`tatara
+// model-gateway` from the cli image): it alone mounts the model credential (only its key of the
+// Secret), adds it to the agent's requests, meters their tokens into its termination message,
+// which the operator records in the Task's status, and refuses requests past the Task's budget.
+// The budget counts the tokens earlier attempts used. In a pool pod it refuses every request
+// before the claim: nothing is metered for a pod that serves no Task yet.
+func modelGateway(t target, project *tatarav1.Project, m *tatarav1.AgentModel, cfg Config) (corev1.Container, corev1.Volume) {
+	scheme := m.AuthScheme
+	if scheme == "" {
+		scheme = tatarav1.ModelAuthAPIKey
+	}
+	key := m.SecretKey
+	if key == "" {
+		key = DefaultModelSecretKey
+	}
+	args := []string{
+		"model-gateway",
+		"--listen=" + ModelGatewayListen,
+		"--upstream=" + m.BaseURL,
+		"--credential-file=" + path.Join(ModelCredentialsDir, ModelCredentialFile),
+		"--auth-scheme=" + string(scheme),
+		"--task-kind=" + string(t.kind),
+		"--profile=" + ToolProfileForKind(t.kind),
+		fmt.Sprintf("--token-budget=%d", m.TaskTokenBudget),
+		"--usage-file=" + corev1.TerminationMessagePathDefault,
+		fmt.Sprintf("--metrics-addr=:%d", ModelGatewayMetricsPort),
+	}
+	mounts := []corev1.VolumeMount{{Name: "model-credentials", MountPath: ModelCredentialsDir, ReadOnly: true}}
+	if t.pool() {
+		args = append(args, "--claim-file="+claim.File)
+		mounts = append(mounts, corev1.VolumeMount{Name: claimVolume, MountPath: claim.Dir, ReadOnly: true})
+	} else if u := t.task.Status.Usage; u != nil {
+		args = append(args, fmt.Sprintf("--tokens-used=%d", u.Tokens))
+	}
+	return corev1.Container{
+			Name:          ModelGatewayContainer,
+			Image:         cfg.CLIImage,
+			Command:       []string{"tatara"},
+			Args:          args,
+			RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways),
+			Ports:         []corev1.ContainerPort{{Name: "model-metrics", ContainerPort: ModelGatewayMetricsPort, Protocol: corev1.ProtocolTCP}},
+			// A readiness probe, not a startup probe, as for the git gateway: the agent CLI's
+			// first model request comes after its own start, and a refused connection is retried.
+			ReadinessProbe: &corev1.Probe{
+				ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intOrPort(ModelGatewayMetricsPort)}},
+				PeriodSeconds: 5,
+			},
+			TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+			SecurityContext:          containerSecurityContext(),
+			VolumeMounts:             mounts,
+		}, corev1.Volume{Name: "model-credentials", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: m.SecretName, DefaultMode: ptr.To(int32(0o440)),
+			Items: []corev1.KeyToPath{{Key: key, Path: ModelCredentialFile}},
+		}}}
+}
+
+// DefaultModelSecretKey is the key of the model credential in spec.agent.model.secretName when
+// the Project names none (the CRD's default).
+const DefaultModelSecretKey = "api-key"
+
 // runtimeClassName is the Project's sandboxed runtime (gVisor, Kata), or nil for the default.
 func runtimeClassName(project *tatarav1.Project) *string {
 	if project.Spec.Agent.RuntimeClassName == "" {

@@ -3,6 +3,7 @@ package agent
 import (
 	corev1 "k8s.io/api/core/v1"
 
+	"tatara.dev/cli/pkg/agentpod"
 	"tatara.dev/cli/pkg/claim"
 	"tatara.dev/cli/pkg/profiles"
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
@@ -90,8 +91,28 @@ func wrapperEnv(t target, project *tatarav1.Project, cfg Config) []corev1.EnvVar
 	if repo := project.Repo(t.repo); !t.pool() && repo != nil && repo.Push != nil {
 		env = append(env, corev1.EnvVar{Name: PushBranchEnv, Value: PushBranch(t.task)})
 	}
+	if project.Spec.Agent.Model != nil {
+		// The agent CLI reaches the model API through the model gateway, which adds the
+		// credential and drops whatever the agent sends: the placeholder only satisfies the CLI,
+		// which will not start without a key.
+		env = append(env,
+			corev1.EnvVar{Name: ModelBaseURLEnv, Value: agentpod.ModelGatewayURL},
+			corev1.EnvVar{Name: ModelAPIKeyEnv, Value: ModelAPIKeyPlaceholder})
+	}
 	return append(env, common[n:]...)
 }
+
+// The agent CLI's model API variables. ModelAPIKeyPlaceholder is no credential: the model gateway
+// replaces it with the Project's.
+const (
+	ModelBaseURLEnv        = "ANTHROPIC_BASE_URL"
+	ModelAPIKeyEnv         = "ANTHROPIC_API_KEY"
+	ModelAPIKeyPlaceholder = "no-key-here-the-model-gateway-adds-it"
+)
+
+// ModelCredentialEnvs are the variables through which the agent CLI takes a model credential:
+// a Project that sets one in extraEnvs gives it to the agent (ProjectConditionModelKeyVisible).
+var ModelCredentialEnvs = []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"}
 
 // ToolSearchEnv is the agent CLI's variable for its tool-search mode.
 const ToolSearchEnv = "ENABLE_TOOL_SEARCH"

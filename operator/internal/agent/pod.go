@@ -30,6 +30,7 @@ const (
 	WrapperInstallContainer = agentpod.WrapperInstallContainer
 	WorkspaceInitContainer  = agentpod.WorkspaceInitContainer
 	GitGatewayContainer     = agentpod.GitGatewayContainer
+	ModelGatewayContainer   = agentpod.ModelGatewayContainer
 
 	WrapperMetricsPort = agentpod.WrapperMetricsPort
 	CLIMetricsPort     = agentpod.CLIMetricsPort
@@ -58,6 +59,13 @@ const (
 	GitGatewayListen     = agentpod.GitGatewayListen
 	GitGatewayURL        = agentpod.GitGatewayURL
 	GitGatewayHealthPort = agentpod.GitGatewayHealthPort
+	// ModelCredentialsDir is where the model-gateway sidecar, and only it, mounts the model
+	// credential (ModelCredentialFile in it). ModelGatewayMetricsPort serves its /healthz and
+	// /metrics.
+	ModelCredentialsDir     = "/var/run/tatara/model"
+	ModelCredentialFile     = "credential"
+	ModelGatewayMetricsPort = agentpod.ModelGatewayMetricsPort
+	ModelGatewayListen      = agentpod.ModelGatewayListen
 	// PushBranchEnv tells the agent the branch its pushes must go to.
 	PushBranchEnv = "TATARA_PUSH_BRANCH"
 
@@ -100,6 +108,10 @@ type Config struct {
 	// container (the runtime ConfigMaps' metricsScrapeInterval); 0 when monitoring is off.
 	CLIScrapeInterval     time.Duration
 	WrapperScrapeInterval time.Duration
+	// ModelGateway is true when the cli image has `tatara model-gateway`
+	// (agentpod.FeatureModelGateway in its runtime ConfigMap): only then can a Project with
+	// spec.agent.model get pods.
+	ModelGateway bool
 	// ClaimFetchesRef is true when the cli and the wrapper images both handle a claim's ref
 	// (agentpod.FeatureClaimRef in both runtime ConfigMaps): only then may a Task on another ref than a
 	// pool's checkout claim a pool pod.
@@ -175,6 +187,12 @@ func buildPod(t target, project *tatarav1.Project, cfg Config) *corev1.Pod {
 	if repo != nil && repo.Push != nil {
 		c, vol := gitGateway(t, repo, cfg)
 		c.Resources = res.GitGateway
+		initContainers = append(initContainers, c)
+		volumes = append(volumes, vol)
+	}
+	if m := project.Spec.Agent.Model; m != nil {
+		c, vol := modelGateway(t, project, m, cfg)
+		c.Resources = res.ModelGateway
 		initContainers = append(initContainers, c)
 		volumes = append(volumes, vol)
 	}

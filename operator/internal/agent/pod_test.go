@@ -464,6 +464,7 @@ func TestBuildPodGolden(t *testing.T) {
 		{"implement-default", testTask(tatarav1.KindImplement), testProject()},
 		{"brainstorm-agent-image", testTask(tatarav1.KindBrainstorm), withAgent},
 		{"implement-workspace", testTask(tatarav1.KindImplement), workspaceProject()},
+		{"implement-model-gateway", retriedTask(tatarav1.KindImplement, 1234), modelProject()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -473,6 +474,78 @@ func TestBuildPodGolden(t *testing.T) {
 			}
 			golden.Check(t, filepath.Join("testdata", tt.name+".golden.yaml"), got)
 		})
+	}
+}
+
+// modelProject reaches the model API through the model gateway, with a budget per Task.
+func modelProject() *tatarav1.Project {
+	p := workspaceProject()
+	p.Spec.Agent.Model = &tatarav1.AgentModel{BaseURL: "https://llm.example.test/anthropic", SecretName: "model-key",
+		SecretKey: "token", AuthScheme: tatarav1.ModelAuthBearer, TaskTokenBudget: 500000}
+	return p
+}
+
+// retriedTask is a Task whose earlier attempt used tokens of the model.
+func retriedTask(kind tatarav1.TaskKind, tokens int64) *tatarav1.Task {
+	t := testTask(kind)
+	t.Status.Usage = &tatarav1.ModelUsage{Requests: 3, InputTokens: tokens, Tokens: tokens}
+	return t
+}
+
+// TestModelGatewayKeepsTheCredentialFromTheAgent: with spec.agent.model, the model credential is
+// mounted into the model gateway alone (only its key of the Secret), no other container mounts
+// that volume, and the agent's container is pointed at the gateway with a placeholder instead of
+// a key; the gateway's budget counts the tokens of earlier attempts.
+func TestModelGatewayKeepsTheCredentialFromTheAgent(t *testing.T) {
+	for _, pod := range []*corev1.Pod{
+		BuildPod(retriedTask(tatarav1.KindImplement, 1234), modelProject(), testConfig()),
+		BuildPoolPod(modelProject(), implementPool(), testConfig()),
+	} {
+		var gateway *corev1.Container
+		for i, c := range pod.Spec.InitContainers {
+			if c.Name == ModelGatewayContainer {
+				gateway = &pod.Spec.InitContainers[i]
+			}
+		}
+		if gateway == nil {
+			t.Fatalf("pod %s has no %s container", pod.Name, ModelGatewayContainer)
+		}
+		var vol *corev1.Volume
+		for i, v := range pod.Spec.Volumes {
+			if v.Secret != nil && v.Secret.SecretName == "model-key" {
+				vol = &pod.Spec.Volumes[i]
+			}
+		}
+		if vol == nil || len(vol.Secret.Items) != 1 || vol.Secret.Items[0].Key != "token" {
+			t.Fatalf("the model Secret's volume = %+v, want only its key %q", vol, "token")
+		}
+		for _, c := range append(slices.Clone(pod.Spec.InitContainers), pod.Spec.Containers...) {
+			mounts := slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == vol.Name })
+			if mounts != (c.Name == ModelGatewayContainer) {
+				t.Errorf("container %s mounts the model credential: %v", c.Name, mounts)
+			}
+			for _, e := range c.Env {
+				if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil && e.ValueFrom.SecretKeyRef.Name == "model-key" {
+					t.Errorf("container %s has the model credential in its env (%s)", c.Name, e.Name)
+				}
+			}
+		}
+		env := map[string]string{}
+		for _, e := range pod.Spec.Containers[0].Env {
+			env[e.Name] = e.Value
+		}
+		if env[ModelBaseURLEnv] != "http://"+ModelGatewayListen || env[ModelAPIKeyEnv] != ModelAPIKeyPlaceholder {
+			t.Errorf("the agent's %s=%q %s=%q, want the gateway and the placeholder", ModelBaseURLEnv, env[ModelBaseURLEnv], ModelAPIKeyEnv, env[ModelAPIKeyEnv])
+		}
+		args := strings.Join(gateway.Args, " ")
+		for _, want := range []string{"--auth-scheme=bearer", "--token-budget=500000", "--upstream=https://llm.example.test/anthropic"} {
+			if !strings.Contains(args, want) {
+				t.Errorf("model gateway args %q lack %q", args, want)
+			}
+		}
+		if pool := pod.Labels[LabelPool] != ""; strings.Contains(args, "--tokens-used=1234") == pool || strings.Contains(args, "--claim-file=") != pool {
+			t.Errorf("model gateway args %q: a Task's pod carries the earlier attempts' tokens, a pool pod the claim file", args)
+		}
 	}
 }
 

@@ -16,6 +16,8 @@ type Resources struct {
 	CLI corev1.ResourceRequirements `json:"cli"`
 	// GitGateway is the push sidecar (the cli image).
 	GitGateway corev1.ResourceRequirements `json:"gitGateway"`
+	// ModelGateway is the model API sidecar (the cli image).
+	ModelGateway corev1.ResourceRequirements `json:"modelGateway"`
 	// WrapperInstall copies the wrapper binary into the pod.
 	WrapperInstall corev1.ResourceRequirements `json:"wrapperInstall"`
 	// WorkspaceInit clones the repository (git's memory grows with the repository).
@@ -39,6 +41,7 @@ func DefaultResources() Resources {
 	return Resources{
 		CLI:            requirements("10m", "32Mi", "256Mi"),
 		GitGateway:     requirements("10m", "32Mi", "512Mi"),
+		ModelGateway:   requirements("10m", "32Mi", "256Mi"),
 		WrapperInstall: requirements("10m", "16Mi", "64Mi"),
 		WorkspaceInit:  requirements("50m", "64Mi", "1Gi"),
 		Agent:          requirements("100m", "512Mi", "4Gi"),
@@ -83,7 +86,7 @@ func completed(r, def corev1.ResourceRequirements) corev1.ResourceRequirements {
 func (r Resources) withDefaults() Resources {
 	def := DefaultResources()
 	for _, f := range []struct{ dst, def *corev1.ResourceRequirements }{
-		{&r.CLI, &def.CLI}, {&r.GitGateway, &def.GitGateway}, {&r.WrapperInstall, &def.WrapperInstall},
+		{&r.CLI, &def.CLI}, {&r.GitGateway, &def.GitGateway}, {&r.ModelGateway, &def.ModelGateway}, {&r.WrapperInstall, &def.WrapperInstall},
 		{&r.WorkspaceInit, &def.WorkspaceInit}, {&r.Agent, &def.Agent},
 	} {
 		*f.dst = completed(*f.dst, *f.def)

@@ -215,6 +215,10 @@ func (r *TaskReconciler) startAttempt(ctx context.Context, task *tatarav1.Task, 
 	if err != nil || !ok {
 		return nil, err
 	}
+	if project.Spec.Agent.Model != nil && !cfg.ModelGateway {
+		r.setReady(task, metav1.ConditionFalse, tatarav1.ReasonRuntimeConfigInvalid, modelGatewayMissing())
+		return nil, nil // the ConfigMap watch requeues this Task
+	}
 	if len(task.Status.Attempts) == 0 {
 		if pod, err := r.claimWarm(ctx, task, project, cfg, persist); err != nil || pod != nil {
 			return pod, err

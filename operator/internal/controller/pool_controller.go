@@ -90,7 +90,8 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if err != nil && reason == "" {
 		return ctrl.Result{}, err
 	}
-	buildable := err == nil // else the Project's Ready condition says why; no pool pod is built
+	// Else the Project's Ready condition says why; no pool pod is built.
+	buildable := err == nil && (project.Spec.Agent.Model == nil || cfg.ModelGateway)
 
 	maxAge, hold := r.MaxAge, r.FailureHold
 	if maxAge <= 0 {

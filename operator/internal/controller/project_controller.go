@@ -3,6 +3,8 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,11 +22,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"tatara.dev/cli/pkg/agentpod"
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 	"tatara.dev/operator/internal/agent"
 )
 
-// RepoSecretRecheck is how often a Project whose repo Secret is missing looks again: the operator
+// RepoSecretRecheck is how often a Project whose repo or model Secret is missing looks again: the operator
 // caches only its own Secrets, so it cannot watch for the one a user creates.
 const RepoSecretRecheck = 30 * time.Second
 
@@ -56,6 +59,7 @@ func (r *ProjectReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{}, err
 	}
 	orig := project.DeepCopy()
+	setModelKeyVisible(&project)
 	meta.SetStatusCondition(&project.Status.Conditions, metav1.Condition{
 		Type: tatarav1.ProjectConditionReady, Status: status, Reason: reason, Message: msg, ObservedGeneration: project.Generation,
 	})
@@ -67,7 +71,7 @@ func (r *ProjectReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 			return ctrl.Result{}, fmt.Errorf("failed to patch status of project %q: %w", project.Name, err)
 		}
 	}
-	if reason == tatarav1.ReasonRepoSecretMissing {
+	if reason == tatarav1.ReasonRepoSecretMissing || reason == tatarav1.ReasonModelSecretMissing {
 		recheck := r.SecretRecheck
 		if recheck <= 0 {
 			recheck = RepoSecretRecheck
@@ -90,6 +94,23 @@ func (r *ProjectReconciler) readiness(ctx context.Context, project *tatarav1.Pro
 			return metav1.ConditionFalse, reason, err.Error(), nil
 		}
 	}
+	if m := project.Spec.Agent.Model; m != nil {
+		cfg, reason, err := agentConfig(ctx, r.Client, r.Config)
+		if err != nil && reason == "" {
+			return "", "", "", err
+		}
+		if err == nil && !cfg.ModelGateway {
+			return metav1.ConditionFalse, tatarav1.ReasonRuntimeConfigInvalid, modelGatewayMissing(), nil
+		}
+		found, err := r.secretExists(ctx, project.Namespace, m.SecretName)
+		if err != nil {
+			return "", "", "", err
+		}
+		if !found {
+			return metav1.ConditionFalse, tatarav1.ReasonModelSecretMissing,
+				fmt.Sprintf("secret %q (spec.agent.model's credential) not found in namespace %q: create it, or no agent pod can start", m.SecretName, project.Namespace), nil
+		}
+	}
 	for _, repo := range project.Spec.Repos {
 		for _, s := range []struct {
 			use, name string
@@ -110,6 +131,37 @@ func (r *ProjectReconciler) readiness(ctx context.Context, project *tatarav1.Pro
 	}
 	return metav1.ConditionTrue, tatarav1.ReasonAgentPodsBuildable,
 		fmt.Sprintf("runtime ConfigMaps %s and %s are valid and every repo Secret exists", CLIRuntimeConfigMap, WrapperRuntimeConfigMap), nil
+}
+
+// modelGatewayMissing says why a Project with spec.agent.model gets no pods from this cli image.
+func modelGatewayMissing() string {
+	return fmt.Sprintf("spec.agent.model needs the model gateway, and configmap %s lists no feature %q under key %q: roll the tatara-cli chart forward",
+		CLIRuntimeConfigMap, agentpod.FeatureModelGateway, agentpod.FeaturesKey)
+}
+
+// setModelKeyVisible sets the Project's ModelKeyVisible condition: True while its extraEnvs hand
+// the agent a model credential.
+func setModelKeyVisible(project *tatarav1.Project) {
+	var visible []string
+	for _, e := range project.Spec.Agent.ExtraEnvs {
+		if slices.Contains(agent.ModelCredentialEnvs, e.Name) {
+			visible = append(visible, e.Name)
+		}
+	}
+	c := metav1.Condition{Type: tatarav1.ProjectConditionModelKeyVisible, ObservedGeneration: project.Generation}
+	switch {
+	case len(visible) > 0:
+		c.Status, c.Reason = metav1.ConditionTrue, tatarav1.ReasonModelKeyInExtraEnvs
+		c.Message = fmt.Sprintf("spec.agent.extraEnvs sets %s: the agent, and every command it runs, can read the model credential and send it anywhere; name it in spec.agent.model instead",
+			strings.Join(visible, ", "))
+	case project.Spec.Agent.Model != nil:
+		c.Status, c.Reason = metav1.ConditionFalse, tatarav1.ReasonModelGateway
+		c.Message = "the model credential is only in each agent pod's model gateway"
+	default:
+		meta.RemoveStatusCondition(&project.Status.Conditions, tatarav1.ProjectConditionModelKeyVisible)
+		return
+	}
+	meta.SetStatusCondition(&project.Status.Conditions, c)
 }
 
 func secretName(c *tatarav1.RepoCredentials) string {

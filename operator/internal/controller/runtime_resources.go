@@ -18,6 +18,7 @@ import (
 const (
 	CLIResourcesKey            = "resources"              // tatara-cli-runtime: the cli sidecar
 	GitGatewayResourcesKey     = "gitGatewayResources"    // tatara-cli-runtime: the git-gateway sidecar
+	ModelGatewayResourcesKey   = "modelGatewayResources"  // tatara-cli-runtime: the model-gateway sidecar
 	WrapperInstallResourcesKey = "installResources"       // tatara-wrapper-runtime: wrapper-install
 	WorkspaceInitResourcesKey  = "workspaceInitResources" // tatara-wrapper-runtime: workspace-init
 	AgentResourcesKey          = "agentResources"         // tatara-wrapper-runtime: the agent, unless the Project sets its own
@@ -30,7 +31,7 @@ func runtimeResources(cm *corev1.ConfigMap, res *agent.Resources) error {
 	var keys map[string]*corev1.ResourceRequirements
 	switch cm.Name {
 	case CLIRuntimeConfigMap:
-		keys = map[string]*corev1.ResourceRequirements{CLIResourcesKey: &res.CLI, GitGatewayResourcesKey: &res.GitGateway}
+		keys = map[string]*corev1.ResourceRequirements{CLIResourcesKey: &res.CLI, GitGatewayResourcesKey: &res.GitGateway, ModelGatewayResourcesKey: &res.ModelGateway}
 	case WrapperRuntimeConfigMap:
 		keys = map[string]*corev1.ResourceRequirements{WrapperInstallResourcesKey: &res.WrapperInstall,
 			WorkspaceInitResourcesKey: &res.WorkspaceInit, AgentResourcesKey: &res.Agent}

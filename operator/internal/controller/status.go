@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"tatara.dev/cli/pkg/modelusage"
 	"tatara.dev/cli/pkg/workspace"
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 	"tatara.dev/operator/internal/agent"
@@ -27,6 +28,7 @@ func (r *TaskReconciler) setReady(task *tatarav1.Task, status metav1.ConditionSt
 // was lost before it finished ends the attempt, and the Task too unless retry.
 func (r *TaskReconciler) mirrorPod(task *tatarav1.Task, pod *corev1.Pod, retry bool) {
 	task.Status.PodName = pod.Name
+	usage, metered := recordModelUsage(task, pod)
 	if reason, msg, lost := podLost(pod); lost {
 		r.attemptLost(task, retry, reason, fmt.Sprintf("agent pod %s%s %s", pod.Name, attemptNote(task), msg))
 		return
@@ -39,6 +41,23 @@ func (r *TaskReconciler) mirrorPod(task *tatarav1.Task, pod *corev1.Pod, retry b
 		} else {
 			r.setReady(task, metav1.ConditionFalse, tatarav1.ReasonPodPending, "agent pod is running but not ready")
 		}
+	case corev1.PodSucceeded, corev1.PodFailed:
+		if metered && usage.BudgetExceeded {
+			r.endTask(task, tatarav1.PhaseFailed, tatarav1.ReasonBudgetExceeded, fmt.Sprintf(
+				"the Task spent its token budget (%d tokens used in all): the model gateway of agent pod %s refused the agent's next model request",
+				task.Status.Usage.Tokens, pod.Name))
+			return
+		}
+		r.mirrorEnd(task, pod)
+	default:
+		task.Status.Phase = tatarav1.PhasePending
+		r.setReady(task, metav1.ConditionFalse, tatarav1.ReasonPodPending, pendingMessage(pod))
+	}
+}
+
+// mirrorEnd ends the Task as its ended pod says.
+func (r *TaskReconciler) mirrorEnd(task *tatarav1.Task, pod *corev1.Pod) {
+	switch pod.Status.Phase {
 	case corev1.PodSucceeded:
 		msg := fmt.Sprintf("agent pod %s", pod.Status.Phase)
 		if code, _, ok := wrapperExit(pod); ok {
@@ -60,10 +79,31 @@ func (r *TaskReconciler) mirrorPod(task *tatarav1.Task, pod *corev1.Pod, retry b
 			})
 		}
 		r.endTask(task, tatarav1.PhaseFailed, reason, msg)
-	default:
-		task.Status.Phase = tatarav1.PhasePending
-		r.setReady(task, metav1.ConditionFalse, tatarav1.ReasonPodPending, pendingMessage(pod))
 	}
+}
+
+// recordModelUsage records the current attempt's model usage from the report its pod's model
+// gateway leaves as its termination message, once the gateway has ended (a pod lost with its node
+// leaves none). It returns the report, and false when there is none yet. An unreadable report is
+// noted in the Task's activity, never taken as a count.
+func recordModelUsage(task *tatarav1.Task, pod *corev1.Pod) (modelusage.Usage, bool) {
+	for _, s := range pod.Status.InitContainerStatuses {
+		t := s.State.Terminated
+		if s.Name != agent.ModelGatewayContainer || t == nil || t.Message == "" {
+			continue
+		}
+		u, err := modelusage.Parse(t.Message)
+		if err != nil {
+			if cur := task.Status.CurrentAttempt(); cur != nil && cur.Usage == nil {
+				task.Status.AddActivity(metav1.Now(), tatarav1.ActivityPod, fmt.Sprintf("agent pod %s: the model gateway's usage report was unreadable: %v", pod.Name, err))
+			}
+			return modelusage.Usage{}, false
+		}
+		task.Status.SetAttemptUsage(tatarav1.ModelUsage{Requests: u.Requests, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+			CacheCreationInputTokens: u.CacheCreationInputTokens, CacheReadInputTokens: u.CacheReadInputTokens})
+		return u, true
+	}
+	return modelusage.Usage{}, false
 }
 
 // attemptNote names the attempt in a message, e.g. " (attempt 2)"; "" before attempts exist.

@@ -258,3 +258,55 @@ func TestMirrorPodEnds(t *testing.T) {
 		})
 	}
 }
+
+// TestMirrorPodRecordsModelUsage: an ended pod's model gateway report becomes its attempt's usage
+// and, summed over attempts, the Task's; recording it again changes nothing; a spent budget ends
+// the Task BudgetExceeded whatever the agent's exit code; an unreadable report counts nothing.
+func TestMirrorPodRecordsModelUsage(t *testing.T) {
+	gateway := func(message string) corev1.ContainerStatus {
+		return corev1.ContainerStatus{Name: agent.ModelGatewayContainer, State: corev1.ContainerState{
+			Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Message: message}}}
+	}
+	wrapper := func(code int32) []corev1.ContainerStatus {
+		return []corev1.ContainerStatus{{Name: agent.WrapperContainer, State: corev1.ContainerState{
+			Terminated: &corev1.ContainerStateTerminated{ExitCode: code}}}}
+	}
+	earlier := &tatarav1.ModelUsage{Requests: 1, InputTokens: 5, Tokens: 5}
+	tests := []struct {
+		name       string
+		phase      corev1.PodPhase
+		wrapper    int32
+		report     string
+		wantReason string
+		wantUsage  *tatarav1.ModelUsage
+	}{
+		{"succeeded", corev1.PodSucceeded, 0, `{"requests":2,"inputTokens":100,"outputTokens":20,"cacheCreationInputTokens":7,"cacheReadInputTokens":3}`,
+			tatarav1.ReasonPodSucceeded, &tatarav1.ModelUsage{Requests: 3, InputTokens: 105, OutputTokens: 20, CacheCreationInputTokens: 7, CacheReadInputTokens: 3, Tokens: 135}},
+		{"budget spent, agent failed", corev1.PodFailed, 1, `{"requests":1,"inputTokens":10,"outputTokens":1,"budgetExceeded":true}`,
+			tatarav1.ReasonBudgetExceeded, &tatarav1.ModelUsage{Requests: 2, InputTokens: 15, OutputTokens: 1, Tokens: 16}},
+		{"budget spent, agent exited 0", corev1.PodSucceeded, 0, `{"requests":1,"inputTokens":10,"budgetExceeded":true}`,
+			tatarav1.ReasonBudgetExceeded, &tatarav1.ModelUsage{Requests: 2, InputTokens: 15, Tokens: 15}},
+		{"unreadable report", corev1.PodSucceeded, 0, `{"inputTokens":-4}`, tatarav1.ReasonPodSucceeded, earlier},
+		{"no report", corev1.PodSucceeded, 0, "", tatarav1.ReasonPodSucceeded, earlier},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			task := &tatarav1.Task{ObjectMeta: metav1.ObjectMeta{Name: "t"}, Status: tatarav1.TaskStatus{Attempts: []tatarav1.TaskAttempt{
+				{Number: 1, PodName: "a1", FinishedAt: ptr.To(metav1.Now()), Usage: earlier.DeepCopy()},
+				{Number: 2, PodName: "tatara-agent-t"},
+			}, Usage: earlier.DeepCopy()}}
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "tatara-agent-t"}, Status: corev1.PodStatus{Phase: tt.phase,
+				InitContainerStatuses: []corev1.ContainerStatus{gateway(tt.report)}, ContainerStatuses: wrapper(tt.wrapper)}}
+			r := &TaskReconciler{}
+			r.mirrorPod(task, pod, false)
+			r.mirrorPod(task, pod, false) // a second look records nothing twice
+			c := meta.FindStatusCondition(task.Status.Conditions, tatarav1.ConditionReady)
+			if c == nil || c.Reason != tt.wantReason {
+				t.Fatalf("Ready condition %+v, want reason %s", c, tt.wantReason)
+			}
+			if got := task.Status.Usage; got == nil || *got != *tt.wantUsage {
+				t.Fatalf("usage %+v, want %+v", got, tt.wantUsage)
+			}
+		})
+	}
+}

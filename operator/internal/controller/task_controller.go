@@ -403,6 +403,7 @@ func agentConfig(ctx context.Context, c client.Reader, conf Config) (agent.Confi
 		*rc.dst = img
 	}
 	cfg.ClaimFetchesRef = slices.Contains(cliFeatures, agentpod.FeatureClaimRef) && slices.Contains(wrapperFeatures, agentpod.FeatureClaimRef)
+	cfg.ModelGateway = slices.Contains(cliFeatures, agentpod.FeatureModelGateway)
 	return cfg, "", nil
 }
 

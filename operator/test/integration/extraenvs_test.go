@@ -17,7 +17,9 @@ import (
 // TestExtraEnvsCannotRedirectTheAgent: a Project's extraEnvs reach both agent containers last, so
 // the CRD itself refuses the Tatara variables that carry the Task's identity, token and backends
 // (a Project author could otherwise read another Task's token Secret into TATARA_TOKEN, or point
-// TATARA_OPERATOR_URL anywhere), and any valueFrom but a Secret or ConfigMap key.
+// TATARA_OPERATOR_URL anywhere), HOME and the wrapper's state dir (set into the workspace, they
+// would let the repository configure the agent CLI), and any valueFrom but a Secret or ConfigMap
+// key.
 func TestExtraEnvsCannotRedirectTheAgent(t *testing.T) {
 	ns := newNamespace(t)
 	secretRef := &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
@@ -34,6 +36,10 @@ func TestExtraEnvsCannotRedirectTheAgent(t *testing.T) {
 		{"a field of the pod", corev1.EnvVar{Name: "NODE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}}, "only be a secretKeyRef or a configMapKeyRef"},
 		{"the documented profile override", corev1.EnvVar{Name: "TATARA_TOOL_PROFILE", Value: "review"}, ""},
 		{"a wrapper setting", corev1.EnvVar{Name: "TATARA_WRAPPER_LINGER", Value: "1m"}, ""},
+		{"the wrapper's state dir", corev1.EnvVar{Name: "TATARA_WRAPPER_STATE_DIR", Value: "/workspace/r"}, "may not set HOME or TATARA_WRAPPER_STATE_DIR"},
+		{"the agent's HOME", corev1.EnvVar{Name: "HOME", Value: "/workspace/r"}, "may not set HOME or TATARA_WRAPPER_STATE_DIR"},
+		{"the agent's HOME from a ConfigMap", corev1.EnvVar{Name: "HOME", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}, Key: "home"}}}, "may not set HOME or TATARA_WRAPPER_STATE_DIR"},
 		{"a model key from a Secret", corev1.EnvVar{Name: "ANTHROPIC_API_KEY", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
 			LocalObjectReference: corev1.LocalObjectReference{Name: "model"}, Key: "key"}}}, ""},
 		{"another Task's token under another name", corev1.EnvVar{Name: "GH_TOKEN", ValueFrom: secretRef}, "may not read a Task's token Secret"},

@@ -89,7 +89,7 @@ func setup() error {
 
 // runtimeFeatures are what the current cli and wrapper charts write under agentpod.FeaturesKey.
 var runtimeFeatures = map[string]string{
-	controller.CLIRuntimeConfigMap:     agentpod.FeatureClaimRef,
+	controller.CLIRuntimeConfigMap:     agentpod.FeatureClaimRef + "," + agentpod.FeatureModelGateway,
 	controller.WrapperRuntimeConfigMap: agentpod.FeatureWorkspaceInit + "," + agentpod.FeatureClaimRef,
 }
 
