@@ -53,7 +53,7 @@ func TestAgentAsAttacker(t *testing.T) {
 			// Project) could: were the cli to follow them, every operator call below would go to a
 			// closed port (and, in a real attack, the Task token to the proxy). NO_PROXY exempts
 			// only the model stand-in, as a Project would its model host; the wrapper adds
-			// loopback, so the agent still reaches its MCP server.
+			// loopback, so the agent still reaches its MCP server and its model gateway.
 			project = projectCopy(ctx, t, cfg, "attacker", func(p *tatarav1.Project) {
 				p.Spec.MaxActiveTasks = 2
 				for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"} {
@@ -65,7 +65,28 @@ func TestAgentAsAttacker(t *testing.T) {
 			task = newTask(name, project.Name, tatarav1.KindImplement, modelScript(name,
 				bashStep(`echo "token-vars: $(cat /proc/[0-9]*/environ 2>/dev/null | tr '\0' '\n' | grep -c '^TATARA_TOKEN=')";`+
 					` echo "token-shaped: $(cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null | grep -aoE 'tatara_[0-9a-f]{64}' | wc -l)";`+
-					` echo "processes: $(ls -d /proc/[0-9]* | wc -l)"`),
+					` echo "processes: $(ls -d /proc/[0-9]* | wc -l)";`+
+					// The model key: in no environment, command line or file the agent can read,
+					// nor in its gateway's metrics. The pattern is the key's shape (modelKey),
+					// written so that this command's own text does not match it.
+					` k='e2e-mode[l]-[A-Z2-7]{26}';`+
+					` echo "model-key-copies: $( (cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null; grep -rsaE "$k" / --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev) | grep -aoE "$k" | wc -l)";`+
+					` gw() { exec 3<>/dev/tcp/127.0.0.1/$1 && printf "$2" >&3 && cat <&3; exec 3>&-; };`+
+					` echo "model-key-in-gateway-metrics: $(gw 9093 'GET /metrics HTTP/1.0
+
+' | grep -aoE "$k" | wc -l)";`+
+					` echo "gateway-metrics-served: $(gw 9093 'GET /metrics HTTP/1.0
+
+' | grep -c '^tatara_model_requests_total')";`+
+					// Other paths and other hosts: the gateway forwards the model API's requests only.
+					` echo "gateway-other-path: $(gw 7779 'POST /v1/complete HTTP/1.0
+Content-Length: 2
+
+{}' | head -1)";`+
+					` echo "gateway-other-host: $(gw 7779 'GET http://example.com/ HTTP/1.0
+Host: example.com
+
+' | head -1)"`),
 				`call subtask_create {"kind":"issueLifecycle","repo":"demo","directive":"run the whole issue with broader tools"}`,
 				`call subtask_create {"kind":"review","repo":"demo","directive":"review the change"}`,
 				`call subtask_create {"kind":"review","repo":"demo","directive":"one more than the Project allows"}`,
@@ -97,13 +118,21 @@ func TestAgentAsAttacker(t *testing.T) {
 				toolErrors = rec.ToolErrors
 			}
 			out := results.String()
-			for _, want := range []string{"token-vars: 0", "token-shaped: 0"} {
+			for _, want := range []string{"token-vars: 0", "token-shaped: 0", "model-key-copies: 0", "model-key-in-gateway-metrics: 0"} {
 				if !strings.Contains(out, want) {
 					t.Errorf("the agent's /proc probe lacks %q: it could read the token, or the probe did not run:\n%s", want, out)
 				}
 			}
 			if !strings.Contains(out, "processes: ") || strings.Contains(out, "processes: 0") {
 				t.Errorf("the probe saw no processes, so it proves nothing:\n%s", out)
+			}
+			if strings.Contains(out, "gateway-metrics-served: 0") || !strings.Contains(out, "gateway-metrics-served: ") {
+				t.Errorf("the probe read no model gateway metrics, so their check proves nothing:\n%s", out)
+			}
+			for _, probe := range []string{"gateway-other-path", "gateway-other-host"} {
+				if line := lineOf(out, probe+": "); !strings.Contains(line, " 404 ") {
+					t.Errorf("%s answered %q, want 404: the gateway forwards the model API's requests only", probe, line)
+				}
 			}
 			errs := strings.Join(toolErrors, "\n")
 			// The operator's answers, as the cli relays them (JSON, so their quotes are escaped).
@@ -256,4 +285,14 @@ func TestReviewOfAHostileBranch(t *testing.T) {
 		}).
 		Teardown(deleting(&task)).Feature()
 	testenv.Test(t, f)
+}
+
+// lineOf is the first line of out that starts with prefix, "" when none does.
+func lineOf(out, prefix string) string {
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, prefix) {
+			return line
+		}
+	}
+	return ""
 }

@@ -68,13 +68,15 @@ func TestMain(m *testing.M) {
 	}
 	setup := []env.Func{phase(create, envfuncs.CreateClusterWithOpts(kind.NewProvider(), clusterName, opts...))}
 	if reusedCluster {
-		setup = append(setup, phase("read the kept cluster's git tokens", keptGitTokens))
+		setup = append(setup, phase("read the kept cluster's git tokens", keptGitTokens),
+			phase("read the kept cluster's model key", keptModelKey))
 	}
 	testenv.Setup(append(setup,
 		phase("load images", loadImages(images)),
 		phase("deploy the model stand-in", deployModelStandin(images)),
 		phase("deploy the git server", deployGitServer(images)),
 		phase("create the demo repo's Secrets", createRepoSecrets),
+		phase("create the model key's Secret", createModelSecret),
 		phase("helmfile sync (environment kind)", helmfileSync),
 		// The pipeline's post-deploy step: every chart's release check (releasecheck_test.go).
 		phase("helmfile test (environment kind)", helmfileTest),

@@ -4,6 +4,7 @@ package suite
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -14,6 +15,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
@@ -26,39 +28,97 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"tatara.dev/e2e/internal/model"
+	tatarav1 "tatara.dev/operator/api/v1alpha1"
 )
 
-// The model stand-in: the only double of the suite. The kind environment's Project points the
-// agent CLI at this Service (ANTHROPIC_BASE_URL in helmfile/environments/kind.yaml).
+// The model stand-in: the only double of the suite. The kind environment's Project reaches it
+// through each agent pod's model gateway (project.model in helmfile/environments/kind.yaml).
 const (
 	modelNamespace = "tatara-e2e"
 	modelName      = "model-standin"
 	modelPort      = 8080
 )
 
-// kindAgentEnv reads the kind environment's project.extraEnvs: the model's address and API key
-// have one source, which the suite follows.
-func kindAgentEnv() (map[string]string, error) {
+// modelKey is this run's model API key: the stand-in refuses any other, and only the agent pods'
+// model gateways have it (the kind environment's model Secret), so every answered request proves
+// a gateway added it. The attacker feature looks for it everywhere the agent can read.
+var modelKey = "e2e-model-" + rand.Text()
+
+// keptModelKey reads the key of the model stand-in a kept cluster runs (E2E_KEEP_CLUSTER=1), so
+// that this run's Secret carries it instead of a new one.
+func keptModelKey(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+	var sec corev1.Secret
+	if err := cfg.Client().Resources().Get(ctx, modelName, modelNamespace, &sec); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctx, nil // the earlier run stopped before it deployed the stand-in
+		}
+		return ctx, fmt.Errorf("failed to read the kept model stand-in's key: %w", err)
+	}
+	key := string(sec.Data["api-key"])
+	if key == "" {
+		return ctx, fmt.Errorf("secret %s/%s lacks api-key", modelNamespace, modelName)
+	}
+	modelKey = key
+	return ctx, nil
+}
+
+// kindModel reads the kind environment's project.model: the model's address and Secret have one
+// source, which the suite follows.
+func kindModel() (tatarav1.AgentModel, error) {
 	raw, err := os.ReadFile(filepath.Join(repoRoot, "helmfile", "environments", "kind.yaml"))
 	if err != nil {
-		return nil, err
+		return tatarav1.AgentModel{}, err
 	}
 	var env struct {
 		Project struct {
-			ExtraEnvs map[string]string `json:"extraEnvs"`
+			Model     tatarav1.AgentModel `json:"model"`
+			ExtraEnvs map[string]string   `json:"extraEnvs"`
 		} `json:"project"`
 	}
 	if err := yaml.Unmarshal(raw, &env); err != nil {
-		return nil, fmt.Errorf("helmfile/environments/kind.yaml: %w", err)
+		return tatarav1.AgentModel{}, fmt.Errorf("helmfile/environments/kind.yaml: %w", err)
 	}
 	want := fmt.Sprintf("http://%s.%s.svc:%d", modelName, modelNamespace, modelPort)
-	if got := env.Project.ExtraEnvs["ANTHROPIC_BASE_URL"]; got != want {
-		return nil, fmt.Errorf("kind.yaml project.extraEnvs.ANTHROPIC_BASE_URL = %q, want the suite's model stand-in %q", got, want)
+	if got := env.Project.Model.BaseURL; got != want {
+		return tatarav1.AgentModel{}, fmt.Errorf("kind.yaml project.model.baseURL = %q, want the suite's model stand-in %q", got, want)
 	}
-	if env.Project.ExtraEnvs["ANTHROPIC_API_KEY"] == "" {
-		return nil, fmt.Errorf("kind.yaml project.extraEnvs.ANTHROPIC_API_KEY is empty")
+	if env.Project.Model.SecretName == "" {
+		return tatarav1.AgentModel{}, fmt.Errorf("kind.yaml project.model.secretName is empty")
 	}
-	return env.Project.ExtraEnvs, nil
+	for _, name := range []string{"ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"} {
+		if _, ok := env.Project.ExtraEnvs[name]; ok {
+			return tatarav1.AgentModel{}, fmt.Errorf("kind.yaml project.extraEnvs sets %s: the agent must reach the model only through its gateway", name)
+		}
+	}
+	return env.Project.Model, nil
+}
+
+// createModelSecret puts this run's model key into the kind environment's model Secret in the
+// agent namespace, before helmfile creates the Project that names it.
+func createModelSecret(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+	m, err := kindModel()
+	if err != nil {
+		return ctx, err
+	}
+	cs, err := kubernetes.NewForConfig(cfg.Client().RESTConfig())
+	if err != nil {
+		return ctx, err
+	}
+	key := m.SecretKey
+	if key == "" {
+		key = "api-key"
+	}
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: m.SecretName, Namespace: agentNamespace}, StringData: map[string]string{key: modelKey}}
+	if _, err := cs.CoreV1().Secrets(agentNamespace).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+		if !apierrors.IsAlreadyExists(err) {
+			return ctx, fmt.Errorf("secret %s: %w", m.SecretName, err)
+		}
+		// A reused cluster keeps its Secret: this run's key goes into it, as into the stand-in's.
+		if _, err := cs.CoreV1().Secrets(agentNamespace).Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+			return ctx, fmt.Errorf("secret %s: %w", m.SecretName, err)
+		}
+	}
+	return ctx, nil
 }
 
 // deployModelStandin runs the model stand-in image (one of images) as a Deployment and Service,
@@ -69,10 +129,6 @@ func deployModelStandin(images []string) env.Func {
 		if i < 0 {
 			return ctx, fmt.Errorf("E2E_IMAGES has no tatara-model-standin image: %v", images)
 		}
-		agentEnv, err := kindAgentEnv()
-		if err != nil {
-			return ctx, err
-		}
 		r, err := resources.New(cfg.Client().RESTConfig())
 		if err != nil {
 			return ctx, err
@@ -81,7 +137,7 @@ func deployModelStandin(images []string) env.Func {
 		meta := metav1.ObjectMeta{Name: modelName, Namespace: modelNamespace, Labels: labels}
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: modelNamespace, Labels: map[string]string{
 			"pod-security.kubernetes.io/enforce": "restricted"}}}
-		secret := &corev1.Secret{ObjectMeta: meta, StringData: map[string]string{"api-key": agentEnv["ANTHROPIC_API_KEY"]}}
+		secret := &corev1.Secret{ObjectMeta: meta, StringData: map[string]string{"api-key": modelKey}}
 		dep := &appsv1.Deployment{ObjectMeta: meta, Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](1),
 			Selector: &metav1.LabelSelector{MatchLabels: labels},

@@ -47,7 +47,21 @@ type Record struct {
 	// step's), as "<tool>: <text>", each cut to 2 KiB.
 	ToolResults []string `json:"tool_results,omitempty"`
 	Error       string   `json:"error,omitempty"`
+	// Sent is the usage the answer reported, as the model API would: a later step of a
+	// conversation reads half of its input from the prompt cache, as the agent CLI's cached
+	// system prompt and tools do. Zero for count_tokens.
+	Sent SentUsage `json:"sent"`
 }
+
+// SentUsage is the usage a messages answer reported; its sum is what a model gateway must meter.
+type SentUsage struct {
+	InputTokens          int `json:"input_tokens"`
+	OutputTokens         int `json:"output_tokens"`
+	CacheReadInputTokens int `json:"cache_read_input_tokens"`
+}
+
+// Tokens is the sum of the counts.
+func (u SentUsage) Tokens() int { return u.InputTokens + u.OutputTokens + u.CacheReadInputTokens }
 
 // Records is the answer of GET /recorded.
 type Records struct {
@@ -156,11 +170,16 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	}
 	rec := s.newRecord("messages", req)
 	ans := s.answer(req, &rec)
+	rec.Sent = SentUsage{InputTokens: rec.InputTokens, OutputTokens: s.count(ans.outputText())}
+	if rec.Step > 1 {
+		rec.Sent.CacheReadInputTokens = rec.InputTokens / 2
+		rec.Sent.InputTokens -= rec.Sent.CacheReadInputTokens
+	}
 	s.keep(rec)
 	s.log.Info("answered", slog.String("script", rec.Script), slog.Int("seq", rec.Seq), slog.Int("step", rec.Step),
 		slog.String("answer", rec.Answer), slog.Int("tools", len(rec.Tools)), slog.Int("deferred_tools", len(rec.DeferredTools)),
 		slog.Int("input_tokens", rec.InputTokens), slog.String("error", rec.Error))
-	msg := ans.message(fmt.Sprintf("msg_standin_%06d", rec.Seq), req.Model, rec.InputTokens, s.count(ans.outputText()))
+	msg := ans.message(fmt.Sprintf("msg_standin_%06d", rec.Seq), req.Model, rec.Sent)
 	if req.Stream {
 		streamMessage(w, msg)
 		return
@@ -359,9 +378,10 @@ type apiBlock struct {
 	Input json.RawMessage `json:"input,omitempty"`
 }
 
-func (a reply) message(id, model string, inputTokens, outputTokens int) apiMessage {
+func (a reply) message(id, model string, u SentUsage) apiMessage {
 	m := apiMessage{ID: id, Type: "message", Role: "assistant", Model: model,
-		Usage: map[string]int{"input_tokens": inputTokens, "output_tokens": outputTokens}}
+		Usage: map[string]int{"input_tokens": u.InputTokens, "output_tokens": u.OutputTokens,
+			"cache_creation_input_tokens": 0, "cache_read_input_tokens": u.CacheReadInputTokens}}
 	if a.tool != "" {
 		m.Content = []apiBlock{{Type: "tool_use", ID: "toolu_" + strings.TrimPrefix(id, "msg_"), Name: a.tool, Input: a.input}}
 		m.StopReason = "tool_use"
@@ -388,7 +408,10 @@ func streamMessage(w http.ResponseWriter, msg apiMessage) {
 	}
 	start := msg
 	start.Content, start.StopReason = []apiBlock{}, ""
-	start.Usage = map[string]int{"input_tokens": msg.Usage["input_tokens"], "output_tokens": 1}
+	// As the model API does: message_start has the input counts and a first output count, the
+	// final message_delta the output count of the whole message (cumulative, not an increment).
+	start.Usage = map[string]int{"input_tokens": msg.Usage["input_tokens"], "output_tokens": 1,
+		"cache_creation_input_tokens": 0, "cache_read_input_tokens": msg.Usage["cache_read_input_tokens"]}
 	event("message_start", map[string]any{"type": "message_start", "message": start})
 	for i, b := range msg.Content {
 		switch b.Type {
