@@ -44,13 +44,14 @@ const (
 	maxPodReviews = 4096
 )
 
-// podReviewFailures is the budget of failed pod-token reviews per source address. Anything the
+// PodReviewFailures is the budget of failed pod-token reviews per source address. Anything the
 // operator's NetworkPolicy admits can call the claim endpoint without a credential of its own, and
 // every token the cache does not know costs a TokenReview on the API server; a failed one spends
-// the caller's budget, a passing one does not. A pool pod's honest token passes; a flood of forged
-// ones costs the API server the burst, then one review per interval, per source: the rest are
-// refused with 429 before any review is sent.
-var podReviewFailures = RateLimit{PerSecond: 1.0 / 30, Burst: 5}
+// the caller's budget, a passing one does not. A pool pod's honest token passes, and fails only
+// once its pod is going (a cli then asks every few seconds at most); a flood of forged ones costs
+// the API server the burst, then one review per 5 s, per source: the rest are refused with 429
+// before any review is sent (before: up to the source's 50 requests/s).
+var PodReviewFailures = RateLimit{PerSecond: 0.2, Burst: 20}
 
 // The user info extras of a pod-bound ServiceAccount token (KEP-1205).
 const (
@@ -163,7 +164,7 @@ func (s *Server) servePodClaim(w http.ResponseWriter, r *http.Request) (int, any
 }
 
 // reviewPodToken asks the API server whose token tok is: it must be a live pod's, bound to it,
-// for claim.Audience. A review that fails spends src's podReviewFailures budget; without budget
+// for claim.Audience. A review that fails spends src's PodReviewFailures budget; without budget
 // left the answer is a 429 and no review is sent.
 func (s *Server) reviewPodToken(ctx context.Context, tok string, src netip.Addr) (poolPod, *apiError) {
 	key := sha256.Sum256([]byte(tok))
@@ -173,7 +174,7 @@ func (s *Server) reviewPodToken(ctx context.Context, tok string, src netip.Addr)
 	refund, ok, wait := s.podReviewFailures.reserve(src)
 	if !ok {
 		aerr := errorf(http.StatusTooManyRequests, "too many pod tokens from %s failed their review (budget: %d, then one per %s): retry after %ss",
-			src, podReviewFailures.Burst, time.Duration(float64(time.Second)/podReviewFailures.PerSecond), retryAfter(wait))
+			src, PodReviewFailures.Burst, time.Duration(float64(time.Second)/PodReviewFailures.PerSecond), retryAfter(wait))
 		aerr.retryAfter = retryAfter(wait)
 		return poolPod{}, aerr
 	}

@@ -229,7 +229,7 @@ func New(opts Options) *Server {
 	}
 	opts.Limits = opts.Limits.withDefaults()
 	s := &Server{opts: opts, mux: http.NewServeMux(), grace: newGraceSlots(), notes: newNoteCommitter(opts.Client, opts.APIReader),
-		podReviewFailures: newLimiters[netip.Addr](podReviewFailures, time.Now)}
+		podReviewFailures: newLimiters[netip.Addr](PodReviewFailures, time.Now)}
 	if opts.RateLimit.Enabled() {
 		s.limiters = newTaskLimiters(opts.RateLimit, time.Now)
 	}

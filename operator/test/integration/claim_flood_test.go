@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"tatara.dev/cli/pkg/claim"
+	"tatara.dev/operator/internal/api"
 )
 
 // clientFrom is an HTTP client whose connections leave from local address ip (any of 127/8 reaches
@@ -41,7 +42,8 @@ func claimFrom(t testing.TB, c *http.Client, base, tok string) (int, http.Header
 // sends forged tokens gets its few failed reviews, then 429s with Retry-After and no review at
 // all; another source's honest pool pod is still served.
 func TestForgedClaimsCostABoundedNumberOfTokenReviews(t *testing.T) {
-	const forged = 30
+	budget := int64(api.PodReviewFailures.Burst)
+	forged := int(budget) + 25
 	var sentReviews atomic.Int64
 	opCfg := rest.CopyConfig(cfg)
 	opCfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
@@ -69,8 +71,9 @@ func TestForgedClaimsCostABoundedNumberOfTokenReviews(t *testing.T) {
 	}
 	sent := sentReviews.Load()
 	t.Logf("%d forged claims from one source: answers %v, %d TokenReviews sent", forged, codes, sent)
-	if sent < 1 || sent > int64(5) || codes[http.StatusUnauthorized] != int(sent) || codes[http.StatusTooManyRequests] != forged-int(sent) {
-		t.Errorf("%d forged claims: answers %v and %d TokenReviews, want at most 5 reviews (each a 401) and 429 for the rest", forged, codes, sent)
+	// The budget refills one review per 5 s: a slow run may get one or two more than the burst.
+	if sent < budget || sent > budget+2 || codes[http.StatusUnauthorized] != int(sent) || codes[http.StatusTooManyRequests] != forged-int(sent) {
+		t.Errorf("%d forged claims: answers %v and %d TokenReviews, want about %d reviews (each a 401) and 429 for the rest", forged, codes, sent, budget)
 	}
 
 	// An honest pool pod elsewhere is not held up by the flood.
