@@ -78,6 +78,10 @@ conformance: ## The MCP conformance suite against tatara mcp (streamable HTTP).
 bench: ## Benchmarks; each prints its figures (ratios against an in-process baseline).
 	@for m in $(MODULES); do echo "== bench $$m"; (cd $$m && go test -run '^$$' -bench . -benchtime 1x -v ./... | grep --line-buffered -vE '^(=== RUN|goos|goarch|pkg|cpu|PASS|ok )'); done
 
+.PHONY: bench-model-gateway
+bench-model-gateway: ## The model gateway against the upstream straight, in one run: p50/p99 added time to first byte and to the end, and the heap with 100 streams open.
+	@cd cli && go test -run '^$$' -bench 'BenchmarkGateway' -benchtime 1x ./internal/modelgateway/ | grep --line-buffered -E '^Benchmark' | tr '\t' '\n' | sed 's/^ *//'
+
 .PHONY: bench-tool-search
 bench-tool-search: ## The real agent CLI against the model stand-in: tokens and turns per ENABLE_TOOL_SEARCH mode.
 	@mkdir -p $(BIN_DIR)
