@@ -149,6 +149,10 @@ func (c *Client) Do(ctx context.Context, req catalog.Request) (string, error) {
 		}
 		select {
 		case <-ctx.Done():
+			// As below: what the backend last said tells more than the deadline.
+			if lastAnswer != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return "", lastAnswer
+			}
 			return "", fmt.Errorf("failed to reach %s backend for %s %s in time (%d tries, last: %s): %w", c.Name, req.Method, req.Path, tries, why, context.Cause(ctx))
 		case <-time.After(wait):
 		}

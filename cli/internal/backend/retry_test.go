@@ -156,8 +156,8 @@ func TestRefusedConnectionIsRetriedForAnyMethod(t *testing.T) {
 func TestRetriesStopAtTheDeadline(t *testing.T) {
 	srv, calls := flaky(t, 1000, http.StatusServiceUnavailable)
 	c := &backend.Client{Name: "operator", BaseURL: srv.URL, HTTP: backend.HTTPClient(),
-		Retry: backend.Retry{Attempts: 1000, Base: 50 * time.Millisecond, Max: 50 * time.Millisecond}}
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		Retry: backend.Retry{Attempts: 1000, Base: 200 * time.Millisecond, Max: 200 * time.Millisecond}}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_, err := c.Do(ctx, catalog.Request{Method: http.MethodGet, Path: "/x"})
 	var status *backend.StatusError
@@ -166,6 +166,36 @@ func TestRetriesStopAtTheDeadline(t *testing.T) {
 	}
 	if n := calls.Load(); n < 2 || n >= 1000 {
 		t.Errorf("%d calls, want a few retries cut short by the deadline", n)
+	}
+}
+
+// blockingHandler is a log handler that holds each record until done is closed.
+type blockingHandler struct{ done <-chan struct{} }
+
+func (h blockingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h blockingHandler) Handle(context.Context, slog.Record) error {
+	<-h.done
+	return nil
+}
+func (h blockingHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h blockingHandler) WithGroup(string) slog.Handler      { return h }
+
+// TestDeadlineDuringABackoffReportsTheLastAnswer: when the deadline passes while the client
+// waits to retry, the error is the backend's last answer, not a bare deadline. The retry log
+// line is held until the deadline, so the wait begins with it already past.
+func TestDeadlineDuringABackoffReportsTheLastAnswer(t *testing.T) {
+	srv, calls := flaky(t, 1000, http.StatusServiceUnavailable)
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	c := &backend.Client{Name: "operator", BaseURL: srv.URL, HTTP: backend.HTTPClient(), Log: slog.New(blockingHandler{ctx.Done()}),
+		Retry: backend.Retry{Attempts: 5, Base: 100 * time.Millisecond, Max: 100 * time.Millisecond}}
+	_, err := c.Do(ctx, catalog.Request{Method: http.MethodGet, Path: "/x"})
+	var status *backend.StatusError
+	if !errors.As(err, &status) || status.Status != http.StatusServiceUnavailable || status.Snippet != "starting" {
+		t.Fatalf("Do error %v, want the 503 and its body", err)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("%d calls, want 1", n)
 	}
 }
 

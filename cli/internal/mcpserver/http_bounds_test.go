@@ -120,9 +120,27 @@ func TestSessionFloodMemoryIsBounded(t *testing.T) {
 // TestInFlightBodiesAreBounded: a request whose body does not fit beside those in flight waits
 // for room; it is answered once the first is done.
 func TestInFlightBodiesAreBounded(t *testing.T) {
-	url, _ := boundsServer(t, HTTPConfig{MaxBodyBytes: 1 << 10, MaxInFlightBytes: 1 << 10})
+	url, h := boundsServer(t, HTTPConfig{MaxBodyBytes: 1 << 10, MaxInFlightBytes: 1 << 10})
+	// until polls cond (which may fail the test) until it holds.
+	until := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("gave up waiting until %s", what)
+			}
+		}
+	}
+	// free reports whether n bytes of room could be taken now (none are kept).
+	free := func(n int64) bool {
+		if !h.inFlight.TryAcquire(n) {
+			return false
+		}
+		h.inFlight.Release(n)
+		return true
+	}
 	// The first request declares 600 bytes and sends them slowly: its room is held meanwhile.
 	pr, pw := io.Pipe()
+	t.Cleanup(func() { _ = pw.Close() }) // else a failed test hangs closing the server
 	slow, err := http.NewRequest(http.MethodPost, url, pr)
 	if err != nil {
 		t.Fatal(err)
@@ -136,20 +154,27 @@ func TestInFlightBodiesAreBounded(t *testing.T) {
 			_ = resp.Body.Close()
 		}
 	}()
-	if _, err := pw.Write(bytes.Repeat([]byte(" "), 100)); err != nil { // the server is reading it now
+	if _, err := pw.Write(bytes.Repeat([]byte(" "), 100)); err != nil {
 		t.Fatal(err)
 	}
+	// The write only shows the client read the pipe: wait until the server holds the room.
+	until("the first request holds its 600 bytes", func() bool { return !free(1<<10 - 600 + 1) })
 	second := make(chan int, 1)
 	go func() {
 		body := initializeBody + strings.Repeat(" ", 600-len(initializeBody))
 		status, _ := post(t, url, "", body)
 		second <- status
 	}()
-	select {
-	case status := <-second:
-		t.Fatalf("the second 600-byte request was answered (%d) while the first held 600 of 1024 bytes", status)
-	case <-time.After(300 * time.Millisecond):
-	}
+	// With 424 bytes free, even 1 byte cannot be taken only while a request waits for room
+	// (the semaphore serves waiters first): the second request is then blocked.
+	until("the second request waits for room", func() bool {
+		select {
+		case status := <-second:
+			t.Fatalf("the second 600-byte request was answered (%d) while the first held 600 of 1024 bytes", status)
+		default:
+		}
+		return !free(1)
+	})
 	_, _ = pw.Write(append([]byte(initializeBody), bytes.Repeat([]byte(" "), 500-len(initializeBody))...))
 	_ = pw.Close()
 	<-slowDone

@@ -169,7 +169,17 @@ func TestBackendFailuresAreToolErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t, "implement", func(c *Config) { c.CallTimeout = 200 * time.Millisecond })
+			h := newHarness(t, "implement", func(c *Config) {
+				// Fast retries: DefaultRetry's backoff would make these cases take seconds.
+				for _, b := range c.Backends {
+					b.Retry = backend.Retry{Attempts: 3, Base: 5 * time.Millisecond, Max: 10 * time.Millisecond}
+				}
+				// Only the slow case may meet the deadline; the others keep the default
+				// so that their own error, not a timeout, is what they report.
+				if tt.delay > 0 {
+					c.CallTimeout = 200 * time.Millisecond
+				}
+			})
 			h.backend.mu.Lock()
 			h.backend.status, h.backend.response, h.backend.delay = tt.status, tt.response, tt.delay
 			h.backend.mu.Unlock()

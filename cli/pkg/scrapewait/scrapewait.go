@@ -65,9 +65,19 @@ func (g *Gate) Wait(ctx context.Context, max time.Duration) bool {
 	if max <= 0 {
 		return false
 	}
+	return g.waitAfter(ctx, g.mark(), max)
+}
+
+// mark returns the number of the last external scrape started so far.
+func (g *Gate) mark() uint64 {
 	g.mu.Lock()
-	after := g.started
-	g.mu.Unlock()
+	defer g.mu.Unlock()
+	return g.started
+}
+
+// waitAfter is Wait for a scrape numbered above after (a mark). Split from Wait so that a test
+// can take the mark before it scrapes, whenever the waiting goroutine runs.
+func (g *Gate) waitAfter(ctx context.Context, after uint64, max time.Duration) bool {
 	timer := time.NewTimer(max)
 	defer timer.Stop()
 	for {

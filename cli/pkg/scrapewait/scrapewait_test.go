@@ -60,8 +60,11 @@ func TestWaitEndsOnTheNextExternalScrape(t *testing.T) {
 		t.Fatal("Wait returned true with no scrape after it started")
 	}
 
+	// The mark is taken here, not in the goroutine: a late goroutine would count the final
+	// scrape below as one that started before the wait.
+	after := g.mark()
 	done := make(chan bool, 1)
-	go func() { done <- g.Wait(context.Background(), time.Minute) }()
+	go func() { done <- g.waitAfter(context.Background(), after, time.Minute) }()
 	// Neither the agent (loopback, the pod's own address) nor a failed scrape ends the wait.
 	scrapeFrom(t, h, "127.0.0.1:1", podIP)
 	scrapeFrom(t, h, "10.244.0.7:1", podIP)

@@ -29,19 +29,20 @@ func newTestLeaseLocks(t *testing.T, duration time.Duration, objs ...client.Obje
 // TestLeaseLockOutlivesItsDuration: a holder whose handler runs for several lease durations keeps
 // the lock (it renews it), and another replica gets it only once it is given back.
 func TestLeaseLockOutlivesItsDuration(t *testing.T) {
-	// Renewals come every duration/3: long enough that a loaded CI machine does not delay
-	// three of them in a row.
-	const duration = 600 * time.Millisecond
+	// A lease of seconds: the renew goroutine may stall for most of one on a loaded machine
+	// without the lease going stale. The contender tries for two durations: without renewals
+	// it would get the lock after one.
+	const duration = 2 * time.Second
 	a, b, _ := newTestLeaseLocks(t, duration)
 	unlock, err := a.lock(context.Background(), "ns/p")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*duration)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*duration)
 	defer cancel()
 	if unlockB, err := b.lock(ctx, "ns/p"); err == nil {
 		unlockB()
-		t.Fatalf("a second replica took the lock while its holder still held it (%s after it was taken, the lease lasts %s)", 4*duration, duration)
+		t.Fatalf("a second replica took the lock while its holder still held it (within %s of taking it, the lease lasts %s)", 2*duration, duration)
 	}
 	unlock()
 	ctx, cancel = context.WithTimeout(context.Background(), 2*time.Second)

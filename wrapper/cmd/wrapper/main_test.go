@@ -401,12 +401,13 @@ func TestWrapperStartsTheAgentOnlyOnceItsMCPServerListens(t *testing.T) {
 		if got := r.find("agent started"); len(got) > 0 {
 			t.Fatalf("the agent started while nothing listened at %s: %v", url, got)
 		}
+		// Read before Listen: the wrapper may connect as soon as listen(2) is done.
+		listening := time.Now()
 		ln, err := net.Listen("tcp", strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/mcp"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer func() { _ = ln.Close() }()
-		listening := time.Now()
 		r.waitLog(t, "agent started")
 		if code := r.wait(t); code != 0 {
 			t.Fatalf("exit code = %d, want 0", code)

@@ -22,30 +22,34 @@ import (
 // (the wrapper is then a subreaper) and as PID 1 of a new PID namespace, as in a pod.
 
 // orphansScript leaves 25 orphans (their parent subshell exits at once), which record who adopted
-// them and exit; it then waits until none is left as a zombie child of the wrapper and reports.
+// them and exit; it then waits until the wrapper has no child but the agent (a process leaves
+// /proc only once reaped) and reports how many are left.
 const orphansScript = `#!/bin/bash
 out=$PID1_TEST_DIR
 echo "$PPID" > "$out/wrapper-pid"
+# Each orphan waits until its parent ($2, the subshell) is gone: then it has been adopted.
 for i in $(seq 25); do
-	( bash -c 'sleep 0.3; read -r _ _ _ ppid _ < /proc/$$/stat; echo "$ppid" >> "$1/adopted"' _ "$out" & )
+	( sub=$BASHPID; bash -c 'while read -r _ _ _ ppid _ < /proc/$$/stat; [ "$ppid" = "$2" ]; do sleep 0.01; done; echo "$ppid" >> "$1/adopted"' _ "$out" "$sub" & )
 done
-# zombie_children counts processes in state Z whose parent is the wrapper (stat fields after comm).
-zombie_children() {
+# others counts the processes, in any state, whose parent is the wrapper, the agent aside
+# (stat fields after comm).
+others() {
 	local n=0 f s
 	for f in /proc/[0-9]*/stat; do
 		read -r s < "$f" 2> /dev/null || continue
+		[ "${f//[^0-9]/}" = "$$" ] && continue
 		set -- ${s##*) }
-		[ "$1" = Z ] && [ "$2" = "$PPID" ] && n=$((n + 1))
+		[ "$2" = "$PPID" ] && n=$((n + 1))
 	done
 	echo "$n"
 }
 for _ in $(seq 100); do
 	adopted=$(wc -l < "$out/adopted" 2> /dev/null || echo 0)
-	zombies=$(zombie_children)
-	[ "$adopted" -ge 25 ] && [ "$zombies" = 0 ] && break
+	left=$(others)
+	[ "$adopted" -ge 25 ] && [ "$left" = 0 ] && break
 	sleep 0.2
 done
-echo "$zombies" > "$out/zombies"
+echo "$left" > "$out/left"
 exit ${AGENT_EXIT:-0}
 `
 
@@ -93,8 +97,8 @@ func TestPID1Duties(t *testing.T) {
 						t.Fatalf("an orphan was adopted by %s, not by the wrapper (%d): adopted by %v", ppid, wrapperPID, adopted)
 					}
 				}
-				if z := strings.TrimSpace(readFile(t, filepath.Join(out, "zombies"))); z != "0" {
-					t.Fatalf("%s orphans left as zombies of the wrapper", z)
+				if n := strings.TrimSpace(readFile(t, filepath.Join(out, "left"))); n != "0" {
+					t.Fatalf("%s orphans left unreaped as children of the wrapper", n)
 				}
 			}},
 		{name: "the agent's exit code survives orphans exiting with it", script: burstScript, code: 7},
