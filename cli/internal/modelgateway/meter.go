@@ -111,7 +111,7 @@ type streamEvent struct {
 // content delta that quotes those words is decoded and then ignored by its type).
 func (m *sseMeter) parseLine(line []byte) {
 	data, ok := bytes.CutPrefix(line, []byte("data:"))
-	if !ok || !(bytes.Contains(data, []byte(`"message_`)) || bytes.Contains(data, []byte(`"error"`))) {
+	if !ok || (!bytes.Contains(data, []byte(`"message_`)) && !bytes.Contains(data, []byte(`"error"`))) {
 		return
 	}
 	var ev streamEvent

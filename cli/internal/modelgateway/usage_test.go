@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -80,7 +81,7 @@ func TestStreamPassesEventByEvent(t *testing.T) {
 		}
 		next <- struct{}{}
 	}
-	if got := <-events; got.err != io.EOF || got.text != "" {
+	if got := <-events; !errors.Is(got.err, io.EOF) || got.text != "" {
 		t.Errorf("after the last event: %q, %v; want EOF", got.text, got.err)
 	}
 	_ = resp.Body.Close()
