@@ -41,11 +41,6 @@ func (r *TaskReconciler) endCancelled(ctx context.Context, task *tatarav1.Task, 
 	return r.endWithPod(ctx, task, tatarav1.PhaseCancelled, reason, msg)
 }
 
-// endFailedWithPod deletes the pod (if any) and ends the Task as Failed.
-func (r *TaskReconciler) endFailedWithPod(ctx context.Context, task *tatarav1.Task, reason, msg string) error {
-	return r.endWithPod(ctx, task, tatarav1.PhaseFailed, reason, msg)
-}
-
 func (r *TaskReconciler) endWithPod(ctx context.Context, task *tatarav1.Task, phase tatarav1.TaskPhase, reason, msg string) error {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: task.Namespace, Name: agent.PodName(task.Name)}}
 	if cur := task.Status.CurrentAttempt(); cur != nil && cur.Warm {

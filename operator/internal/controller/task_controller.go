@@ -15,8 +15,9 @@
 //   - Succeeded, Failed: the pod's end, mirrored (mirrorPod, status.go: the wrapper's exit code, a
 //     failed clone, an init container, the deadline), a lost pod without a retry (attemptLost,
 //     attempts.go; with a retry the Task goes back to Pending for attempt 2), or a restarted
-//     sidecar (Reconcile, endFailedWithPod in cancel.go); every end goes through endTask
-//     (attempts.go), which finishes the attempt and adds the activity entry;
+//     sidecar (Reconcile; its pod is deleted once that end is recorded, deleteStoppedPod); every
+//     end goes through endTask (attempts.go), which finishes the attempt and adds the activity
+//     entry;
 //   - Cancelled: spec.cancel or a cancelled ancestor (cancel.go), which also deletes the pod.
 //
 // Once terminal, the Task's Secret is deleted (deleteSecret, here) and nothing moves it again.
@@ -142,7 +143,7 @@ func (r *TaskReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res c
 		// An ended Task's token stops working (the REST API checks the phase), and its Secret
 		// goes: once the terminal phase is recorded, so a failed delete is retried from it.
 		if task.Status.Phase.Terminal() {
-			err = errors.Join(err, r.deleteSecret(ctx, &task))
+			err = errors.Join(err, r.deleteSecret(ctx, &task), r.deleteStoppedPod(ctx, &task))
 		}
 	}()
 
@@ -210,7 +211,10 @@ func (r *TaskReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res c
 	}
 	if sidecar, restarts, ok := agent.RestartedSidecar(pod); ok {
 		msg := fmt.Sprintf("sidecar %s of agent pod %s restarted (%d restarts): the agent could have taken its port meanwhile, so the pod was stopped", sidecar, pod.Name, restarts)
-		return ctrl.Result{}, r.endFailedWithPod(ctx, &task, tatarav1.ReasonSidecarRestarted, msg)
+		// The end is recorded first and the pod deleted after (deleteStoppedPod): the restart is
+		// read off the pod, and a pod deleted before the record would leave only "deleted".
+		r.endTask(&task, tatarav1.PhaseFailed, tatarav1.ReasonSidecarRestarted, msg)
+		return ctrl.Result{}, nil
 	}
 	r.mirrorPod(&task, pod, retryAllowed(&project, &task))
 	return ctrl.Result{}, nil
@@ -297,6 +301,24 @@ func (r *TaskReconciler) checkSecret(ctx context.Context, task *tatarav1.Task, s
 		return errStaleCache
 	}
 	return r.deleteStale(ctx, s)
+}
+
+// deleteStoppedPod deletes the pod of an attempt that ended because a sidecar restarted, once
+// that end is recorded: only that pod (its recorded uid), which may still run with something else
+// on the sidecar's port. The pods of other ends stop on their own or were deleted before.
+func (r *TaskReconciler) deleteStoppedPod(ctx context.Context, task *tatarav1.Task) error {
+	cur := task.Status.CurrentAttempt()
+	if cur == nil || cur.Reason != tatarav1.ReasonSidecarRestarted || cur.PodUID == "" {
+		return nil
+	}
+	var pod corev1.Pod
+	if err := r.Get(ctx, types.NamespacedName{Namespace: task.Namespace, Name: cur.PodName}, &pod); err != nil {
+		return client.IgnoreNotFound(err) // gone (the cache may lag: the next reconcile looks again)
+	}
+	if pod.UID != cur.PodUID {
+		return nil
+	}
+	return r.deletePod(ctx, &pod)
 }
 
 // deleteSecret removes the token Secret of an ended Task; its token no longer authenticates.
