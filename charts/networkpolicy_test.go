@@ -140,8 +140,8 @@ func TestProjectNetworkPolicyConfinesAgentPods(t *testing.T) {
 	for _, p := range in[0]["ports"].([]any) {
 		ports = append(ports, p.(map[string]any)["port"].(float64))
 	}
-	if !reflect.DeepEqual(ports, []float64{9090, 9091, 9092}) {
-		t.Errorf("metrics ports %v, want the wrapper's, the cli's and the git gateway's (9090, 9091, 9092)", ports)
+	if !reflect.DeepEqual(ports, []float64{9090, 9091, 9092, 9093}) {
+		t.Errorf("metrics ports %v, want the wrapper's, the cli's, the git gateway's and the model gateway's (9090, 9091, 9092, 9093)", ports)
 	}
 	ns := func(name string) map[string]any {
 		return map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": name}}
