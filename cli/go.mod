@@ -9,7 +9,10 @@ require (
 	github.com/tiktoken-go/tokenizer v0.10.0
 )
 
-require golang.org/x/sync v0.23.0
+require (
+	golang.org/x/net v0.59.0
+	golang.org/x/sync v0.23.0
+)
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
+	"golang.org/x/net/netutil"
 
 	"tatara.dev/cli/internal/modelgateway"
 	"tatara.dev/cli/pkg/agentpod"
@@ -28,6 +29,10 @@ import (
 // modelGatewayDrain bounds the graceful stop: streams in flight get this long to end before
 // their connections are closed (the pod's agent, stopped at the same time, rarely needs it).
 const modelGatewayDrain = 5 * time.Second
+
+// maxModelGatewayConnections bounds the connections the model gateway serves at once; more wait
+// to be accepted.
+const maxModelGatewayConnections = 64
 
 type modelGatewayOptions struct {
 	listen         string
@@ -68,8 +73,10 @@ status. With --token-budget, once --tokens-used (the Task's earlier attempts) pl
 tokens reach the budget, every further request is refused with 400 and x-should-retry: false,
 and the report says budgetExceeded. A request already forwarded finishes: the budget stops the
 next request, not the one that crosses it, so a Task may overshoot it by one response per
-request in flight. An agent that hangs up mid-stream does not escape the count: the gateway reads
-on for two seconds, to the stream's final usage.
+request in flight, and at most 8 are forwarded at once (more get 429, which the CLI retries).
+An agent that hangs up mid-stream is still counted for what the upstream sends within two
+seconds after; a stream that runs on longer than that counts its input and its first output
+count only. At most 64 connections are served at once.
 
 In a warm pool's pod, --claim-file makes every request 503 until the cli writes the claim
 assignment there. Metrics (tatara_model_*) and /healthz are served on --metrics-addr.
@@ -143,6 +150,9 @@ func runModelGateway(ctx context.Context, o modelGatewayOptions, logOut io.Write
 		return fmt.Errorf("failed to listen for model requests on %q: %w", o.listen, err)
 	}
 	defer func() { _ = ln.Close() }()
+	// The agent shares the pod's network: without a cap, idle connections from it could hold
+	// the gateway's memory until its limit (each open stream costs some 90 KiB).
+	ln = netutil.LimitListener(ln, maxModelGatewayConnections)
 
 	metricsSrv, err := startMetrics(o.metricsAddr, reg, log)
 	if err != nil {

@@ -16,6 +16,7 @@
 package modelgateway
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -32,6 +33,7 @@ import (
 
 	"tatara.dev/cli/pkg/claim"
 	"tatara.dev/cli/pkg/modelusage"
+	"tatara.dev/cli/pkg/redact"
 )
 
 // The two requests forwarded, relative to the gateway's root and to the upstream URL.
@@ -49,6 +51,10 @@ const (
 
 // DefaultMaxRequestBytes bounds a request body: the Messages API's own limit.
 const DefaultMaxRequestBytes int64 = 32 << 20
+
+// DefaultMaxConcurrent bounds the requests forwarded at once: the agent CLI runs a few at a time
+// (its subagents); more are answered 429, which it retries.
+const DefaultMaxConcurrent = 8
 
 // DrainGrace is how long the upstream's response is still read, and metered, after the agent
 // hung up: a stream's output count comes in its last message_delta, just after the text ends,
@@ -84,6 +90,8 @@ type Config struct {
 	ClaimFile string
 	// MaxRequestBytes bounds a request body; 0 means DefaultMaxRequestBytes.
 	MaxRequestBytes int64
+	// MaxConcurrent bounds the requests forwarded at once; 0 means DefaultMaxConcurrent.
+	MaxConcurrent int
 	// Registerer, when not nil, gets the gateway's metrics (metrics.go).
 	Registerer prometheus.Registerer
 	// Transport sends the requests upstream; nil means a clone of http.DefaultTransport.
@@ -109,6 +117,8 @@ type Gateway struct {
 	metrics  *metrics
 	proxy    *httputil.ReverseProxy
 	inflight sync.WaitGroup
+	// forwarding holds a place per request forwarded upstream (MaxConcurrent).
+	forwarding chan struct{}
 
 	mu    sync.Mutex // guards usage and the usage file
 	usage modelusage.Usage
@@ -157,6 +167,10 @@ func New(cfg Config, log *slog.Logger) (*Gateway, error) {
 	if g.maxBytes == 0 {
 		g.maxBytes = DefaultMaxRequestBytes
 	}
+	if cfg.MaxConcurrent < 0 {
+		return nil, fmt.Errorf("invalid max concurrent requests %d: it must be positive", cfg.MaxConcurrent)
+	}
+	g.forwarding = make(chan struct{}, cmp.Or(cfg.MaxConcurrent, DefaultMaxConcurrent))
 	if g.metrics, err = newMetrics(cfg.Registerer, cfg.TaskKind, cfg.Profile); err != nil {
 		return nil, err
 	}
@@ -224,9 +238,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !forwarded(r) {
-		g.log.Warn("model gateway request refused: not a model request", "method", r.Method, "path", truncate(r.URL.Path))
+		g.log.Warn("model gateway request refused: not a model request", "method", r.Method, "path", r.URL.Path)
 		g.refuse(w, start, http.StatusNotFound, errNotFound, fmt.Sprintf("tatara: the model gateway forwards only POST %s and POST %s, not %s %s",
-			PathMessages, PathCountTokens, truncate(r.Method), truncate(r.URL.EscapedPath())))
+			PathMessages, PathCountTokens, redact.Truncate(r.Method), redact.Truncate(r.URL.EscapedPath())))
 		return
 	}
 	if code, msg := g.checkClaim(); code != 0 {
@@ -241,6 +255,18 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Should-Retry", "false")
 		g.refuse(w, start, http.StatusBadRequest, errInvalidRequest, fmt.Sprintf(
 			"tatara: this Task's token budget of %d tokens is spent (%d used); the model gateway forwards no further model request for this Task", g.budget, used))
+		return
+	}
+	// The budget is checked before each request and its tokens counted after: the places bound
+	// what the requests under way when it is reached can add past it.
+	select {
+	case g.forwarding <- struct{}{}:
+		defer func() { <-g.forwarding }()
+	default:
+		g.log.Warn("model request refused: too many at once", "path", r.URL.Path, "max_concurrent", cap(g.forwarding))
+		w.Header().Set("Retry-After", "1")
+		g.refuse(w, start, http.StatusTooManyRequests, errRateLimit, fmt.Sprintf(
+			"tatara: the model gateway forwards at most %d model requests at once", cap(g.forwarding)))
 		return
 	}
 	if r.ContentLength > g.maxBytes {
@@ -304,12 +330,4 @@ func (g *Gateway) Wait(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-}
-
-func truncate(s string) string {
-	const limit = 200
-	if len(s) > limit {
-		return s[:limit] + "..."
-	}
-	return s
 }

@@ -524,3 +524,65 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		})
 	}
 }
+
+// With MaxConcurrent requests under way, the next is refused with 429 (which the SDK retries)
+// before it reaches the upstream, and served once one has ended: the budget, checked before each
+// request, can be passed by at most that many.
+func TestConcurrentRequestsAreBounded(t *testing.T) {
+	const limit = 2
+	f := newFixture(t, Config{MaxConcurrent: limit})
+	arrived, release := make(chan struct{}, limit), make(chan struct{})
+	f.up.setAnswer(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		<-release
+		streamAnswer(messageStream("claude-x", apiUsage{InputTokens: 1}, 1))(w, r)
+	})
+	var wg sync.WaitGroup
+	for range limit {
+		wg.Go(func() { f.post(t, PathMessages) })
+	}
+	for range limit {
+		<-arrived // each held upstream: both places taken
+	}
+	// Not f.post, which waits for every request under way to be counted.
+	resp, err := http.Post(f.url+PathMessages, "application/json", strings.NewReader(`{"model":"claude-x","stream":true,"messages":[]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	res := result{resp.StatusCode, resp.Header, string(body)}
+	checkAPIError(t, res, http.StatusTooManyRequests, errRateLimit, "at most 2 model requests at once")
+	if res.header.Get("Retry-After") == "" {
+		t.Error("429 without Retry-After")
+	}
+	close(release)
+	wg.Wait()
+	f.up.setAnswer(streamAnswer(messageStream("claude-x", apiUsage{InputTokens: 1}, 1)))
+	if res := f.post(t, PathMessages); res.code != http.StatusOK {
+		t.Errorf("after the others ended: %d %s, want 200", res.code, res.body)
+	}
+	if n := len(f.up.all()); n != limit+1 {
+		t.Errorf("%d requests reached the upstream, want %d (the refused one did not)", n, limit+1)
+	}
+}
+
+// Of the query, only beta reaches the upstream: the agent cannot steer a gateway upstream with
+// parameters of its own.
+func TestOnlyTheBetaQueryIsForwarded(t *testing.T) {
+	f := newFixture(t, Config{})
+	f.up.setAnswer(streamAnswer(messageStream("claude-x", apiUsage{InputTokens: 1}, 1)))
+	for target, want := range map[string]string{
+		PathMessages + "?beta=true":                   "/base/v1/messages?beta=true",
+		PathMessages + "?beta=true&route=other&key=x": "/base/v1/messages?beta=true",
+		PathMessages + "?route=other":                 "/base/v1/messages",
+	} {
+		before := len(f.up.all())
+		if res := f.post(t, target); res.code != http.StatusOK {
+			t.Fatalf("%s: %d %s", target, res.code, res.body)
+		}
+		if got := f.up.all()[before].uri; got != want {
+			t.Errorf("%s reached the upstream as %s, want %s", target, got, want)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"net/http/httputil"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -66,7 +67,10 @@ func forwardHeader(name string) bool {
 // query kept) with the gateway's credential and, of the agent's headers, only the allowed ones.
 func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
 	u := g.upstream.JoinPath(pr.In.URL.Path)
-	u.RawQuery = pr.In.URL.RawQuery
+	// Of the query, only what the CLI sends (beta=true): the rest could steer a gateway upstream.
+	if beta, ok := pr.In.URL.Query()["beta"]; ok {
+		u.RawQuery = url.Values{"beta": beta}.Encode()
+	}
 	pr.Out.URL = u
 	pr.Out.Host = ""
 	pr.Out.Header = filterHeaders(pr.Out.Header)
@@ -149,6 +153,7 @@ const (
 	errNotFound       = "not_found_error"
 	errTooLarge       = "request_too_large"
 	errAPI            = "api_error"
+	errRateLimit      = "rate_limit_error"
 )
 
 // apiError is the model API's error body, so the CLI reports the gateway's refusals as it

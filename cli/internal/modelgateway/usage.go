@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"tatara.dev/cli/pkg/modelusage"
+	"tatara.dev/cli/pkg/redact"
 )
 
 // The pod's totals: every response's usage added, the usage file rewritten, the budget checked.
@@ -57,7 +58,7 @@ func (x *exchange) finish() {
 		level = slog.LevelWarn
 		// The upstream's own message, masked (before it is cut, which could leave part of the
 		// credential): no model API echoes it, but no one upstream gets to write it in this log.
-		attrs = append(attrs, "error_type", r.errType, "error", truncate(strings.ReplaceAll(r.errMessage, g.credential, "[REDACTED]")))
+		attrs = append(attrs, "error_type", r.errType, "error", redact.Truncate(strings.ReplaceAll(r.errMessage, g.credential, "[REDACTED]")))
 	}
 	if r.unmetered != "" {
 		level = slog.LevelWarn

@@ -153,6 +153,7 @@ const (
 
 // ProjectAgent holds the settings of every agent pod of a Project.
 // +kubebuilder:validation:XValidation:rule="!has(self.model) || !has(self.extraEnvs) || self.extraEnvs.all(e, !(e.name in ['ANTHROPIC_BASE_URL', 'ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN', 'CLAUDE_CODE_OAUTH_TOKEN']))",message="with model set, extraEnvs may not set ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN or CLAUDE_CODE_OAUTH_TOKEN: the agent reaches the model API through the model gateway, which holds the credential"
+// +kubebuilder:validation:XValidation:rule="!has(self.model) || !has(self.extraEnvs) || self.extraEnvs.all(e, !has(e.valueFrom) || !has(e.valueFrom.secretKeyRef) || !has(e.valueFrom.secretKeyRef.name) || e.valueFrom.secretKeyRef.name != self.model.secretName)",message="extraEnvs may not read model.secretName: only the model gateway holds the model credential"
 type ProjectAgent struct {
 	// Image, when set, is the image of the agent pod's main container: it holds the agent binary
 	// at BinaryPath and whatever the agent needs at run time (libc, shell, git, ...). An init

@@ -245,8 +245,8 @@ type TaskAttempt struct {
 	Message string `json:"message,omitempty"`
 
 	// Usage is what the attempt's agent used of the model, as its pod's model gateway metered
-	// it; recorded when the attempt ends, unset for a pod without a model gateway or one whose
-	// gateway left no report (a pod lost with its node).
+	// it; recorded when the ended pod is mirrored, unset for a pod without a model gateway or an
+	// attempt that ended otherwise (cancelled, lost, a restarted sidecar).
 	// +optional
 	Usage *ModelUsage `json:"usage,omitempty"`
 }

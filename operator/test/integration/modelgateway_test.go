@@ -60,6 +60,14 @@ func TestModelGatewayProject(t *testing.T) {
 		}
 	}
 
+	reads := &tatarav1.Project{ObjectMeta: metav1.ObjectMeta{Name: "reads-the-key", Namespace: ns},
+		Spec: tatarav1.ProjectSpec{Agent: tatarav1.ProjectAgent{ExtraEnvs: []corev1.EnvVar{{Name: "MY_KEY", ValueFrom: &corev1.EnvVarSource{
+			SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "model-key"}, Key: "api-key"}}}}}}}
+	withModel(0)(reads)
+	if err := k8s.Create(ctx, reads); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "extraEnvs may not read model.secretName") {
+		t.Errorf("a Project whose extraEnvs read its model Secret: %v, want refused", err)
+	}
+
 	newProject(t, ns, "gw", withModel(1000))
 	c := projectCondition(t, ns, "gw", tatarav1.ProjectConditionReady, metav1.ConditionFalse, tatarav1.ReasonModelSecretMissing)
 	if !strings.Contains(c.Message, `"model-key"`) {
