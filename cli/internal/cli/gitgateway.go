@@ -2,13 +2,11 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -20,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"tatara.dev/cli/internal/gitgateway"
+	"tatara.dev/cli/internal/upstream"
 	"tatara.dev/cli/pkg/agentpod"
 	"tatara.dev/cli/pkg/buildinfo"
 	"tatara.dev/cli/pkg/redact"
@@ -84,14 +83,9 @@ refuses every push.`,
 }
 
 func runGitGateway(ctx context.Context, o gitGatewayOptions, logOut io.Writer) error {
-	upstream, err := url.Parse(o.upstream)
+	upstreamURL, err := upstream.Parse("--upstream", o.upstream)
 	if err != nil {
-		// url.Error repeats the whole URL, which may carry a credential: name only the cause.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return fmt.Errorf("invalid --upstream: %w", err)
+		return err
 	}
 	token, err := readTokenFile("--token-file", o.tokenFile)
 	if err != nil {
@@ -102,7 +96,7 @@ func runGitGateway(ctx context.Context, o gitGatewayOptions, logOut io.Writer) e
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	handler, err := gitgateway.NewHandler(gitgateway.Config{
-		Upstream:     upstream,
+		Upstream:     upstreamURL,
 		Username:     o.username,
 		Token:        token,
 		BranchPrefix: o.branchPrefix,
@@ -143,7 +137,7 @@ func runGitGateway(ctx context.Context, o gitGatewayOptions, logOut io.Writer) e
 	if o.claimFile != "" {
 		branch = []any{"claim_file", o.claimFile}
 	}
-	log.Info("git gateway started", append([]any{"listen", "http://" + ln.Addr().String() + "/", "upstream", upstream.String(),
+	log.Info("git gateway started", append([]any{"listen", "http://" + ln.Addr().String() + "/", "upstream", upstreamURL.String(),
 		"max_push_bytes", o.maxPushBytes, "version", buildinfo.Version}, branch...)...)
 	select {
 	case <-ctx.Done():

@@ -2,13 +2,11 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/signal"
 	"strconv"
@@ -21,6 +19,7 @@ import (
 	"golang.org/x/net/netutil"
 
 	"tatara.dev/cli/internal/modelgateway"
+	"tatara.dev/cli/internal/upstream"
 	"tatara.dev/cli/pkg/agentpod"
 	"tatara.dev/cli/pkg/buildinfo"
 	"tatara.dev/cli/pkg/redact"
@@ -110,14 +109,9 @@ func runModelGateway(ctx context.Context, o modelGatewayOptions, logOut io.Write
 	if err := checkLoopback(o.listen); err != nil {
 		return fmt.Errorf("invalid --listen %q: %w", o.listen, err)
 	}
-	upstream, err := url.Parse(o.upstream)
+	upstreamURL, err := upstream.Parse("--upstream", o.upstream)
 	if err != nil {
-		// url.Error repeats the whole URL, which may carry a credential: name only the cause.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return fmt.Errorf("invalid --upstream: %w", err)
+		return err
 	}
 	credential, err := readTokenFile("--credential-file", o.credentialFile)
 	if err != nil {
@@ -128,7 +122,7 @@ func runModelGateway(ctx context.Context, o modelGatewayOptions, logOut io.Write
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	gw, err := modelgateway.New(modelgateway.Config{
-		Upstream:    upstream,
+		Upstream:    upstreamURL,
 		Credential:  credential,
 		AuthScheme:  o.authScheme,
 		TaskKind:    o.taskKind,
@@ -172,7 +166,7 @@ func runModelGateway(ctx context.Context, o modelGatewayOptions, logOut io.Write
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	log.Info("model gateway started", "listen", "http://"+ln.Addr().String(), "upstream", upstream.String(), "auth_scheme", o.authScheme,
+	log.Info("model gateway started", "listen", "http://"+ln.Addr().String(), "upstream", upstreamURL.String(), "auth_scheme", o.authScheme,
 		"token_budget", o.tokenBudget, "tokens_used", o.tokensUsed, "usage_file", o.usageFile, "claim_file", o.claimFile,
 		"kind", o.taskKind, "profile", o.profile, "version", buildinfo.Version)
 	select {

@@ -26,6 +26,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"tatara.dev/cli/internal/upstream"
 	"tatara.dev/cli/pkg/claim"
 )
 
@@ -186,26 +187,9 @@ func newPushCounter(reg prometheus.Registerer) (*prometheus.CounterVec, error) {
 	return c, nil
 }
 
-// validateUpstream returns a copy of u, or why it cannot be the upstream. Error messages never
-// show u's userinfo, which may be a credential.
+// validateUpstream returns a copy of u, or why it cannot be the upstream.
 func validateUpstream(u *url.URL) (*url.URL, error) {
-	if u == nil {
-		return nil, errors.New("invalid upstream: no URL given")
-	}
-	cp := *u
-	cp.User = nil
-	shown := cp.String()
-	switch {
-	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, fmt.Errorf("invalid upstream %s: the scheme must be http or https", shown)
-	case u.User != nil:
-		return nil, fmt.Errorf("invalid upstream %s: the URL must not carry credentials (user info); the token comes from the token file", shown)
-	case u.Opaque != "" || u.Host == "":
-		return nil, fmt.Errorf("invalid upstream %s: no host", shown)
-	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
-		return nil, fmt.Errorf("invalid upstream %s: the URL must not have a query or fragment", shown)
-	}
-	return &cp, nil
+	return upstream.Validate(u, "", "token comes from the token file")
 }
 
 func hasControl(s string) bool {

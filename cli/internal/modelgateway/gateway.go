@@ -31,6 +31,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"tatara.dev/cli/internal/upstream"
 	"tatara.dev/cli/pkg/claim"
 	"tatara.dev/cli/pkg/modelusage"
 	"tatara.dev/cli/pkg/redact"
@@ -194,29 +195,16 @@ func New(cfg Config, log *slog.Logger) (*Gateway, error) {
 	return g, nil
 }
 
-// validateUpstream returns a copy of u, or why it cannot be the upstream. Error messages never
-// show u's userinfo, which may be a credential.
+// validateUpstream returns a copy of u, or why it cannot be the upstream.
 func validateUpstream(u *url.URL) (*url.URL, error) {
-	if u == nil {
-		return nil, errors.New("invalid upstream (--upstream): no URL given")
-	}
-	cp := *u
-	cp.User = nil
-	shown := cp.String()
-	switch {
-	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, fmt.Errorf("invalid upstream %s (--upstream): the scheme must be http or https", shown)
-	case u.User != nil:
-		return nil, fmt.Errorf("invalid upstream %s (--upstream): the URL must not carry credentials (user info); the credential comes from --credential-file", shown)
-	case u.Opaque != "" || u.Host == "":
-		return nil, fmt.Errorf("invalid upstream %s (--upstream): no host", shown)
-	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
-		return nil, fmt.Errorf("invalid upstream %s (--upstream): the URL must not have a query or fragment", shown)
+	cp, err := upstream.Validate(u, " (--upstream)", "credential comes from --credential-file")
+	if err != nil {
+		return nil, err
 	}
 	if cp.Path == "" { // joined to a forwarded path, it would make a relative one
 		cp.Path, cp.RawPath = "/", ""
 	}
-	return &cp, nil
+	return cp, nil
 }
 
 // forwarded reports whether r is one of the two requests the gateway forwards.
