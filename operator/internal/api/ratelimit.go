@@ -99,12 +99,7 @@ func (l *limiters[K]) allow(key K) (bool, time.Duration) {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	lim, ok := l.byKey[key]
-	if !ok {
-		l.sweep(now)
-		lim = rate.NewLimiter(rate.Limit(l.limit.PerSecond), l.limit.Burst)
-		l.byKey[key] = lim
-	}
+	lim := l.limiterFor(key, now)
 	if lim.AllowN(now, 1) {
 		return true, 0
 	}
@@ -119,18 +114,23 @@ func (l *limiters[K]) reserve(key K) (refund func(), ok bool, wait time.Duration
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	lim, found := l.byKey[key]
-	if !found {
-		l.sweep(now)
-		lim = rate.NewLimiter(rate.Limit(l.limit.PerSecond), l.limit.Burst)
-		l.byKey[key] = lim
-	}
-	r := lim.ReserveN(now, 1)
+	r := l.limiterFor(key, now).ReserveN(now, 1)
 	if d := r.DelayFrom(now); !r.OK() || d > 0 {
 		r.CancelAt(now)
 		return nil, false, d
 	}
 	return func() { r.CancelAt(l.now()) }, true, 0
+}
+
+// limiterFor is key's limiter, made (full) if key has none. l.mu is held.
+func (l *limiters[K]) limiterFor(key K, now time.Time) *rate.Limiter {
+	lim, ok := l.byKey[key]
+	if !ok {
+		l.sweep(now)
+		lim = rate.NewLimiter(rate.Limit(l.limit.PerSecond), l.limit.Burst)
+		l.byKey[key] = lim
+	}
+	return lim
 }
 
 // sweep drops idle limiters once there are limiterSweepAbove of them, at most once per
