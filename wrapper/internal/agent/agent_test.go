@@ -245,3 +245,35 @@ func TestStderrInvalidUTF8(t *testing.T) {
 		t.Errorf("got %d records with parts=3, want 3: %.300s", n, logs.String())
 	}
 }
+
+// TestUserSettingsSkipWebFetchPreflightOnlyBehindAProxy: the settings file exists, with the
+// preflight off, exactly when the agent's environment names a proxy (either case, any scheme
+// variable); without one the CLI keeps its defaults and no file is written.
+func TestUserSettingsSkipWebFetchPreflightOnlyBehindAProxy(t *testing.T) {
+	for _, c := range []struct {
+		env  []string
+		want bool
+	}{
+		{[]string{"PATH=/bin"}, false},
+		{[]string{"NO_PROXY=.svc"}, false},
+		{[]string{"HTTPS_PROXY="}, false},
+		{[]string{"HTTPS_PROXY=http://egress:3128"}, true},
+		{[]string{"http_proxy=http://egress:3128"}, true},
+		{[]string{"ALL_PROXY=http://egress:3128"}, true},
+	} {
+		dir := t.TempDir()
+		if err := WriteUserSettings(dir, c.env); err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(filepath.Join(dir, UserSettingsFile))
+		if !c.want {
+			if !os.IsNotExist(err) {
+				t.Errorf("env %v: settings file %q (%v), want none", c.env, data, err)
+			}
+			continue
+		}
+		if err != nil || strings.TrimSpace(string(data)) != `{"skipWebFetchPreflight":true}` {
+			t.Errorf("env %v: settings %q (%v), want the preflight skipped", c.env, data, err)
+		}
+	}
+}

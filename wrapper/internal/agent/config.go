@@ -53,6 +53,39 @@ func WriteMCPConfig(path, url string) error {
 	return nil
 }
 
+// UserSettingsFile is the agent CLI's user settings in its config dir: with SettingSources, the
+// only settings it reads.
+const UserSettingsFile = "settings.json"
+
+// UserSettings are the agent CLI's user settings for an agent with environment env. Behind an
+// egress proxy (env names one) WebFetch skips its preflight, a domain check the CLI sends to the
+// model vendor's API before each new host: with it, no fetch works unless that API is on the
+// allow-list, and being on it would give the agent a way out to an API that takes any key.
+// The allow-list is the check there. Without a proxy there are none, and the CLI keeps its defaults.
+func UserSettings(env []string) map[string]any {
+	if !proxied(env) {
+		return nil
+	}
+	return map[string]any{"skipWebFetchPreflight": true}
+}
+
+// WriteUserSettings writes UserSettings(env), if any, to configDir's UserSettingsFile.
+func WriteUserSettings(configDir string, env []string) error {
+	settings := UserSettings(env)
+	if settings == nil {
+		return nil
+	}
+	data, err := json.Marshal(settings)
+	if err != nil {
+		return fmt.Errorf("failed to encode the agent CLI's settings: %w", err)
+	}
+	path := filepath.Join(configDir, UserSettingsFile)
+	if err := os.WriteFile(path, append(data, '\n'), 0o600); err != nil {
+		return fmt.Errorf("failed to write the agent CLI's settings %q: %w", path, err)
+	}
+	return nil
+}
+
 // PermissionMode lets the agent act without prompts: nobody is there to answer them, and the pod
 // is the sandbox.
 const PermissionMode = "bypassPermissions"
@@ -145,18 +178,10 @@ var loopbackHosts = []string{"127.0.0.1", "localhost"}
 // Project that routes the agent through its proxy (extraEnvs) would otherwise send the agent's
 // MCP connection to the proxy too, and the agent would run without its tools.
 func exemptLoopbackFromProxies(env []string) []string {
-	values := map[string]string{}
-	for _, kv := range env {
-		name, value, _ := strings.Cut(kv, "=")
-		values[name] = value
-	}
-	proxied := false
-	for _, name := range proxyEnv {
-		proxied = proxied || values[name] != ""
-	}
-	if !proxied {
+	if !proxied(env) {
 		return env
 	}
+	values := envValues(env)
 	for _, name := range []string{"NO_PROXY", "no_proxy"} {
 		var entries []string
 		for e := range strings.SplitSeq(values[name], ",") {
@@ -177,6 +202,21 @@ func exemptLoopbackFromProxies(env []string) []string {
 		env = append(env, name+"="+strings.Join(entries, ","))
 	}
 	return env
+}
+
+// proxied reports whether env names a proxy for the agent CLI's HTTP.
+func proxied(env []string) bool {
+	values := envValues(env)
+	return slices.ContainsFunc(proxyEnv, func(name string) bool { return values[name] != "" })
+}
+
+func envValues(env []string) map[string]string {
+	values := make(map[string]string, len(env))
+	for _, kv := range env {
+		name, value, _ := strings.Cut(kv, "=")
+		values[name] = value
+	}
+	return values
 }
 
 func contains(list []string, s string) bool {

@@ -271,7 +271,7 @@ func run(cfg Config, red *redact.Redactor, stderr io.Writer, environ []string) i
 			log.Warn("metrics server shutdown", slog.Any("error", err))
 		}
 	}()
-	mcpConfig, err := writeAgentConfig(cfg)
+	mcpConfig, err := writeAgentConfig(cfg, environ)
 	if err != nil {
 		log.Error("failed to prepare the agent's configuration", slog.Any("error", err))
 		return ExitSetup
@@ -386,11 +386,14 @@ func newMetrics(reg prometheus.Registerer) *metrics.Metrics {
 	return m
 }
 
-// writeAgentConfig creates the agent's config dir and writes its MCP config, returning the
-// config's path.
-func writeAgentConfig(cfg Config) (string, error) {
+// writeAgentConfig creates the agent's config dir with its user settings and writes its MCP
+// config, returning the config's path.
+func writeAgentConfig(cfg Config, environ []string) (string, error) {
 	if err := os.MkdirAll(cfg.ConfigDir, 0o700); err != nil {
 		return "", fmt.Errorf("failed to create agent config dir %q: %w", cfg.ConfigDir, err)
+	}
+	if err := agent.WriteUserSettings(cfg.ConfigDir, environ); err != nil {
+		return "", err
 	}
 	path := filepath.Join(cfg.StateDir, "mcp-config.json")
 	if err := agent.WriteMCPConfig(path, cfg.MCPURL); err != nil {

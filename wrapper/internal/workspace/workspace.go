@@ -243,7 +243,7 @@ func credentialEnv(opts Options) (env []string, secret string, cleanup func(), e
 		}
 		env = append(env, "GIT_SSH_COMMAND=ssh -F /dev/null -i "+shellQuote(keyPath)+
 			" -o IdentitiesOnly=yes -o IdentityAgent=none -o BatchMode=yes -o StrictHostKeyChecking=yes"+
-			" -o UserKnownHostsFile="+shellQuote(knownHosts)+" -o ConnectTimeout=20")
+			" -o UserKnownHostsFile="+shellQuote(knownHosts)+" -o ConnectTimeout=20"+sshProxyCommand(opts.Self, os.Getenv))
 		return env, "", cleanup, nil
 	}
 
@@ -270,7 +270,7 @@ func credentialEnv(opts Options) (env []string, secret string, cleanup func(), e
 // baseGitEnv is the environment of every git command here, credentials aside: no system or global
 // config, no prompts, the C locale (the classifier reads English messages), HOME as given.
 func baseGitEnv(home string) []string {
-	return []string{
+	env := []string{
 		"PATH=" + os.Getenv("PATH"),
 		"HOME=" + home,
 		"LC_ALL=C",
@@ -282,6 +282,14 @@ func baseGitEnv(home string) []string {
 		"GIT_HTTP_LOW_SPEED_LIMIT=1024",
 		"GIT_HTTP_LOW_SPEED_TIME=30",
 	}
+	// The pod's egress proxy (the Project's spec.egress): git's http(s) goes through it, and ssh
+	// through a CONNECT tunnel (sshProxyCommand).
+	for _, name := range proxyEnvNames {
+		if v := os.Getenv(name); v != "" {
+			env = append(env, name+"="+v)
+		}
+	}
+	return env
 }
 
 // FetchRef checks out ref, detached, in the existing clone dir: fetched from its origin, depth
