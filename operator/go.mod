@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/KimMachineGun/automemlimit v1.0.2
+	github.com/elazarl/goproxy v1.9.4
 	github.com/go-logr/logr v1.4.3
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/common v0.72.0

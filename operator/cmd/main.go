@@ -17,6 +17,7 @@ import (
 
 	"tatara.dev/operator/internal/api"
 	"tatara.dev/operator/internal/controller"
+	"tatara.dev/operator/internal/egress"
 	"tatara.dev/operator/internal/manager"
 	"tatara.dev/operator/internal/releasecheck"
 )
@@ -25,6 +26,10 @@ func main() {
 	// `operator release-check ...` is the charts' post-deploy check (helm test), not the operator.
 	if len(os.Args) > 1 && os.Args[1] == "release-check" {
 		os.Exit(releasecheck.Main(context.Background(), os.Args[2:], os.Stdout, os.Stderr))
+	}
+	// `operator egress-proxy ...` is a Project's egress proxy (tatara-project chart), not the operator.
+	if len(os.Args) > 1 && os.Args[1] == "egress-proxy" {
+		os.Exit(egress.Main(context.Background(), os.Args[2:], os.Stdout, os.Stderr))
 	}
 	var opts manager.Options
 	var level slog.Level

@@ -29,6 +29,7 @@ import (
 	"tatara.dev/cli/pkg/claim"
 	"tatara.dev/cli/pkg/redact"
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
+	"tatara.dev/operator/internal/connlimit"
 	"tatara.dev/operator/internal/metrics"
 )
 
@@ -292,7 +293,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	// The cap per source sits inside the global one: a connection closed for its source's cap
 	// never holds a place of the global cap.
-	ln = netutil.LimitListener(limitPerSource(ln, l.MaxConnectionsPerSource, refused), l.MaxConnections)
+	ln = netutil.LimitListener(connlimit.PerSource(ln, l.MaxConnectionsPerSource, refused), l.MaxConnections)
 	srv := &http.Server{Handler: s.Handler(), ErrorLog: slog.NewLogLogger(s.opts.Log.Handler(), slog.LevelWarn),
 		ReadHeaderTimeout: l.ReadHeaderTimeout, ReadTimeout: l.ReadTimeout, WriteTimeout: l.WriteTimeout,
 		IdleTimeout: l.IdleTimeout, MaxHeaderBytes: l.MaxHeaderBytes}

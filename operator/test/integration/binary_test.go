@@ -26,16 +26,7 @@ import (
 // line is JSON, and SIGTERM stops it cleanly.
 func TestBinary(t *testing.T) {
 	bin := testutil.BuildBinary(t, "../..", "./cmd")
-	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["envtest"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
-	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "envtest"}
-	kc.CurrentContext = "envtest"
-	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := writeKubeconfig(t)
 
 	metricsAddr, probeAddr, apiAddr := freeAddr(t), freeAddr(t), freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -101,4 +92,20 @@ func TestBinary(t *testing.T) {
 	if lines == 0 {
 		t.Fatal("the operator logged nothing")
 	}
+}
+
+// writeKubeconfig writes a kubeconfig for the envtest API server (cfg) and returns its path, for
+// a process of the operator binary.
+func writeKubeconfig(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["envtest"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
+	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "envtest"}
+	kc.CurrentContext = "envtest"
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

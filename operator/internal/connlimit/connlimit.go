@@ -1,4 +1,7 @@
-package api
+// Package connlimit bounds the connections one source address may hold open on a listener. The
+// operator's REST API and the egress proxy both listen where agents can reach them, and an agent
+// that holds every connection would leave every other agent waiting to be accepted.
+package connlimit
 
 import (
 	"net"
@@ -6,33 +9,32 @@ import (
 	"sync"
 )
 
-// sourceConnLimit is a listener that holds at most max connections open per source address: a
+// PerSource returns a listener that holds at most max connections open per source address: a
 // connection from a source that already holds max is closed as soon as it is accepted, before
-// anything is read from it. Under the global cap (netutil.LimitListener), it keeps one pod from
-// holding every connection the server may have open, which would leave every other agent's tool
-// calls, pool pods' claims and backends' token reviews waiting to be accepted.
-type sourceConnLimit struct {
+// anything is read from it. Wrap it in a global cap (netutil.LimitListener) rather than the other
+// way round, so that a connection closed for its source's cap never holds a place of the global
+// one. refused, when not nil, is called for each connection closed for its source's cap.
+func PerSource(ln net.Listener, max int, refused func()) net.Listener {
+	return &sourceLimit{Listener: ln, max: max, refused: refused, open: map[netip.Addr]int{}}
+}
+
+type sourceLimit struct {
 	net.Listener
-	max int
-	// refused counts the connections closed for their source's cap; nil counts nothing.
+	max     int
 	refused func()
 
 	mu   sync.Mutex
 	open map[netip.Addr]int
 }
 
-func limitPerSource(ln net.Listener, max int, refused func()) *sourceConnLimit {
-	return &sourceConnLimit{Listener: ln, max: max, refused: refused, open: map[netip.Addr]int{}}
-}
-
 // Accept returns the next connection whose source is under its cap.
-func (l *sourceConnLimit) Accept() (net.Conn, error) {
+func (l *sourceLimit) Accept() (net.Conn, error) {
 	for {
 		c, err := l.Listener.Accept()
 		if err != nil {
 			return nil, err
 		}
-		src := connSource(c)
+		src := Source(c)
 		l.mu.Lock()
 		if l.open[src] >= l.max {
 			l.mu.Unlock()
@@ -49,7 +51,7 @@ func (l *sourceConnLimit) Accept() (net.Conn, error) {
 	}
 }
 
-func (l *sourceConnLimit) release(src netip.Addr) {
+func (l *sourceLimit) release(src netip.Addr) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.open[src]--; l.open[src] <= 0 {
@@ -57,9 +59,9 @@ func (l *sourceConnLimit) release(src netip.Addr) {
 	}
 }
 
-// connSource is a connection's remote address without its port; one that does not parse shares
-// the zero Addr's count.
-func connSource(c net.Conn) netip.Addr {
+// Source is a connection's remote address without its port, a v4-mapped address as v4; one that
+// does not parse is the zero Addr (all such share one count).
+func Source(c net.Conn) netip.Addr {
 	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
 		return a.AddrPort().Addr().Unmap()
 	}
