@@ -255,6 +255,7 @@ type ProjectAgent struct {
 const MaxAttemptsWithRetry = 2
 
 // ProjectSpec defines the desired state of a Project.
+// +kubebuilder:validation:XValidation:rule="!has(self.egress) || self.egress.mode != 'Proxy' || !has(self.agent) || !has(self.agent.extraEnvs) || self.agent.extraEnvs.all(e, !(e.name in ['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy', 'NO_PROXY', 'no_proxy', 'ALL_PROXY', 'all_proxy']))",message="agent.extraEnvs may not set the proxy variables (HTTPS_PROXY, HTTP_PROXY, NO_PROXY, ALL_PROXY) when egress.mode is Proxy: the operator sets them to the egress proxy"
 // +kubebuilder:validation:XValidation:rule="!has(self.warmPool) || self.warmPool.all(p, !has(p.repo) || size(p.repo) == 0 || (has(self.repos) && self.repos.exists(r, r.name == p.repo)))",message="warmPool[].repo must name one of spec.repos"
 type ProjectSpec struct {
 	// Repos are the repositories of the Project.
@@ -282,6 +283,13 @@ type ProjectSpec struct {
 	// +optional
 	WarmPool []WarmPool `json:"warmPool,omitempty"`
 
+	// Egress is how the Project's agent pods reach the outside of the cluster. Unset, the
+	// operator gives agent pods no proxy and what they reach is up to the namespace's
+	// NetworkPolicies (the OpenEgress condition is Unknown); the tatara-project chart always sets
+	// it, to Proxy by default.
+	// +optional
+	Egress *ProjectEgress `json:"egress,omitempty"`
+
 	// MaxActiveTasks bounds the Project's Tasks that are not yet Succeeded, Failed or Cancelled;
 	// subtask_create past it is refused with 429 and nothing is created.
 	// +kubebuilder:default=50
@@ -290,6 +298,50 @@ type ProjectSpec struct {
 	// +optional
 	MaxActiveTasks int32 `json:"maxActiveTasks,omitempty"`
 }
+
+// ProjectEgress is how agent pods reach the outside of the cluster: through the Project's egress
+// proxy, which lets through only the hosts on its allow-list, or directly (Open).
+// +kubebuilder:validation:XValidation:rule="self.mode != 'Proxy' || (has(self.proxyURL) && size(self.proxyURL) > 0)",message="proxyURL is required when mode is Proxy"
+type ProjectEgress struct {
+	// Mode is Proxy (every connection out of the cluster goes through the egress proxy at
+	// ProxyURL, which lets through only Allow, the hosts of spec.repos and the model upstream of
+	// spec.agent.model) or Open (agent pods connect to any public address directly; the Project's
+	// OpenEgress condition is True). The NetworkPolicy that stops a direct connection is the
+	// tatara-project chart's.
+	// +kubebuilder:validation:Enum=Proxy;Open
+	// +kubebuilder:default=Proxy
+	Mode EgressMode `json:"mode"`
+
+	// ProxyURL is the egress proxy's URL, http://<host>:<port>, which agent pods get as
+	// HTTPS_PROXY and HTTP_PROXY (the tatara-project chart's proxy Service).
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^http://[-a-z0-9.]+:[0-9]{1,5}$`
+	// +optional
+	ProxyURL string `json:"proxyURL,omitempty"`
+
+	// Allow lists the hosts the proxy lets agent pods reach, besides the Project's repo hosts
+	// and model upstream. An entry is a host name ("pkgs.example.com") or a wildcard of its
+	// subdomains ("*.example.com", which does not match example.com itself), optionally followed by
+	// ":<port>"; without a port it allows 443 and 80. Names are matched case-insensitively and
+	// without a trailing dot; write an internationalised name in its xn-- form. An address
+	// (1.2.3.4, [::1]) is no entry: the proxy refuses connections to addresses.
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=261
+	// +kubebuilder:validation:items:Pattern=`^(\*\.)?([a-zA-Z0-9]([-a-zA-Z0-9]{0,61}[a-zA-Z0-9])?\.)*[a-zA-Z]([-a-zA-Z0-9]{0,61}[a-zA-Z0-9])?\.?(:[0-9]{1,5})?$`
+	// +listType=set
+	// +optional
+	Allow []string `json:"allow,omitempty"`
+}
+
+// EgressMode is how agent pods reach the outside of the cluster.
+type EgressMode string
+
+const (
+	// EgressProxy: only through the Project's egress proxy and its allow-list.
+	EgressProxy EgressMode = "Proxy"
+	// EgressOpen: directly, to any public address.
+	EgressOpen EgressMode = "Open"
+)
 
 // WarmPool is the pool of ready agent pods of one Task kind.
 type WarmPool struct {
@@ -349,6 +401,15 @@ const (
 	// ReasonModelKeyInExtraEnvs and ReasonModelGateway are its reasons.
 	ReasonModelKeyInExtraEnvs = "ModelKeyInExtraEnvs"
 	ReasonModelGateway        = "ModelGateway"
+
+	// ProjectConditionOpenEgress is True when the Project's agent pods reach the outside of the
+	// cluster directly (spec.egress.mode Open), False when only through its egress proxy, and
+	// Unknown when spec.egress is unset.
+	ProjectConditionOpenEgress = "OpenEgress"
+	// ReasonEgressOpen, ReasonEgressProxy and ReasonEgressNotConfigured are its reasons.
+	ReasonEgressOpen          = "EgressOpen"
+	ReasonEgressProxy         = "EgressProxy"
+	ReasonEgressNotConfigured = "EgressNotConfigured"
 )
 
 // +kubebuilder:object:root=true

@@ -197,7 +197,7 @@ func buildPod(t target, project *tatarav1.Project, cfg Config) *corev1.Pod {
 		volumes = append(volumes, vol)
 	}
 
-	return &corev1.Pod{
+	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: project.Namespace},
 		Spec: corev1.PodSpec{
 			RestartPolicy:                 corev1.RestartPolicyNever,
@@ -213,6 +213,8 @@ func buildPod(t target, project *tatarav1.Project, cfg Config) *corev1.Pod {
 			Volumes:                      volumes,
 		},
 	}
+	withEgressProxy(&pod.Spec, egressProxyEnv(project, cfg))
+	return pod
 }
 
 // emptyDir is a scratch volume of at most limit.

@@ -60,6 +60,7 @@ func (r *ProjectReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 	orig := project.DeepCopy()
 	setModelKeyVisible(&project)
+	setOpenEgress(&project)
 	meta.SetStatusCondition(&project.Status.Conditions, metav1.Condition{
 		Type: tatarav1.ProjectConditionReady, Status: status, Reason: reason, Message: msg, ObservedGeneration: project.Generation,
 	})
@@ -160,6 +161,26 @@ func setModelKeyVisible(project *tatarav1.Project) {
 	default:
 		meta.RemoveStatusCondition(&project.Status.Conditions, tatarav1.ProjectConditionModelKeyVisible)
 		return
+	}
+	meta.SetStatusCondition(&project.Status.Conditions, c)
+}
+
+// setOpenEgress sets the Project's OpenEgress condition: whether its agent pods reach the outside
+// of the cluster directly, only through its egress proxy, or as the namespace's NetworkPolicies
+// allow (spec.egress unset).
+func setOpenEgress(project *tatarav1.Project) {
+	c := metav1.Condition{Type: tatarav1.ProjectConditionOpenEgress, ObservedGeneration: project.Generation}
+	switch e := project.Spec.Egress; {
+	case e == nil:
+		c.Status, c.Reason = metav1.ConditionUnknown, tatarav1.ReasonEgressNotConfigured
+		c.Message = "spec.egress is unset: agent pods get no egress proxy, and what they reach outside the cluster is whatever the namespace's NetworkPolicies allow"
+	case e.Mode == tatarav1.EgressOpen:
+		c.Status, c.Reason = metav1.ConditionTrue, tatarav1.ReasonEgressOpen
+		c.Message = "spec.egress.mode is Open: agent pods connect to any public address directly, so whatever an agent reads it can send anywhere"
+	default:
+		c.Status, c.Reason = metav1.ConditionFalse, tatarav1.ReasonEgressProxy
+		c.Message = fmt.Sprintf("agent pods reach the outside only through the egress proxy %s, which lets through spec.egress.allow (%d entries), the repos' hosts and the model upstream",
+			e.ProxyURL, len(e.Allow))
 	}
 	meta.SetStatusCondition(&project.Status.Conditions, c)
 }
