@@ -145,7 +145,7 @@ OPERATOR_VERSION := $(call chart_app_version,tatara-operator)
 STANDIN_VERSION := $(WRAPPER_VERSION)
 
 # Binaries: <name>_MODULE, _PKG (inside the module), _VERSION.
-BINARIES := tatara wrapper operator agent-standin model-standin git-server
+BINARIES := tatara wrapper operator agent-standin model-standin outside-host git-server
 tatara_MODULE := cli
 tatara_PKG := ./cmd/tatara
 tatara_VERSION := $(CLI_VERSION)
@@ -163,6 +163,9 @@ agent-standin_VERSION := $(STANDIN_VERSION)
 model-standin_MODULE := e2e
 model-standin_PKG := ./cmd/model-standin
 model-standin_VERSION := $(STANDIN_VERSION)
+outside-host_MODULE := e2e
+outside-host_PKG := ./cmd/outside-host
+outside-host_VERSION := $(STANDIN_VERSION)
 git-server_MODULE := e2e
 git-server_PKG := ./cmd/git-server
 git-server_VERSION := $(STANDIN_VERSION)
@@ -323,7 +326,7 @@ MONITORING_IMAGES := $(IMAGE_REGISTRY)/prometheus-operator:$(PROMETHEUS_OPERATOR
 IMAGE_REFS := $(foreach i,$(IMAGE_NAMES),$(IMAGE_REGISTRY)/$(i):$($(i)_VERSION)) $(WRAPPER_IMAGE) $(AGENT_IMAGE) $(GIT_SERVER_IMAGE) $(MONITORING_IMAGES)
 IMAGE_CONTEXT := $(BIN_DIR)/image-context
 # The binaries the images hold (the agent stand-in is only for the wrapper's tests).
-IMAGE_BINARIES := tatara wrapper operator model-standin git-server
+IMAGE_BINARIES := tatara wrapper operator model-standin outside-host git-server
 # Images are linux binaries of the host's architecture (kind runs on this host).
 IMAGE_GOARCH ?= $(shell go env GOARCH)
 

@@ -2,8 +2,10 @@ package charts_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -112,10 +114,10 @@ func TestOperatorNetworkPolicyAdmitsOnlyAgentsToTheAPI(t *testing.T) {
 
 // TestProjectNetworkPolicyConfinesAgentPods: the Project's agent pods take only metrics scrapes;
 // in the cluster they reach DNS, the Tatara services and what egressInCluster adds, nothing else;
-// outside it every address but the private ranges and the metadata addresses, each in its
-// family's block.
+// with egress.mode open, outside it every address but the private ranges and the metadata
+// addresses, each in its family's block.
 func TestProjectNetworkPolicyConfinesAgentPods(t *testing.T) {
-	np := networkPolicy(t, "tatara-project", map[string]any{"name": "alpha",
+	np := networkPolicy(t, "tatara-project", map[string]any{"name": "alpha", "egress": map[string]any{"mode": "open"},
 		"networkPolicy": map[string]any{
 			"egressDenied":        map[string]any{"alibabaMetadata": nil, "corp": "203.0.113.0/24"},
 			"egressPrivateRanges": map[string]any{"rfc1918c": nil},
@@ -161,6 +163,77 @@ func TestProjectNetworkPolicyConfinesAgentPods(t *testing.T) {
 	})
 	if got := rules(t, np, "egress"); !reflect.DeepEqual(asJSON(t, got), want) {
 		t.Errorf("egress %v\nwant %v", got, want)
+	}
+}
+
+// TestProjectEgressGoesOnlyThroughItsProxy: by default (egress.mode proxy) the agent pods' one
+// way out of the cluster is their own Project's egress proxy pods, on its port, and no address
+// block at all; the proxy's own policy admits only those agent pods to that port and the
+// monitoring namespace to its metrics; the Project names the proxy's Service, and open mode
+// renders neither the proxy nor its policy.
+func TestProjectEgressGoesOnlyThroughItsProxy(t *testing.T) {
+	r := mustRender(t, "tatara-project", map[string]any{"name": "alpha", "egress": map[string]any{"allow": map[string]any{
+		"pkgs": "pkgs.example.com", "sub": "*.example.org:8443", "off": nil}}})
+	proxySelector := map[string]any{"app.kubernetes.io/instance": "tatara-project", "app.kubernetes.io/name": "tatara-egress-proxy", "tatara.dev/project": "alpha"}
+	agents := r.find("NetworkPolicy", "alpha-agents")
+	if agents == nil {
+		t.Fatalf("no NetworkPolicy alpha-agents: %v", r.kinds())
+	}
+	egress := rules(t, agents, "egress")
+	last := egress[len(egress)-1]
+	wantLast := asJSON(t, map[string]any{"to": []any{map[string]any{"podSelector": map[string]any{"matchLabels": proxySelector}}},
+		"ports": []any{map[string]any{"port": 3128, "protocol": "TCP"}}})
+	if !reflect.DeepEqual(asJSON(t, last), wantLast) {
+		t.Errorf("the agents' last egress rule %v, want only the proxy pods on 3128 %v", last, wantLast)
+	}
+	for _, rule := range egress {
+		if strings.Contains(fmt.Sprint(rule), "ipBlock") {
+			t.Errorf("an agents' egress rule names addresses: %v", rule)
+		}
+	}
+
+	proxyNP := r.find("NetworkPolicy", "alpha-egress-proxy")
+	if proxyNP == nil {
+		t.Fatalf("no NetworkPolicy alpha-egress-proxy: %v", r.kinds())
+	}
+	if got := nested(t, proxyNP, "spec", "podSelector", "matchLabels"); !reflect.DeepEqual(got, proxySelector) {
+		t.Errorf("the proxy's policy selects %v, want %v", got, proxySelector)
+	}
+	wantAgents := map[string]any{"tatara.dev/project": "alpha"}
+	for k, v := range agentPodLabels {
+		wantAgents[k] = v
+	}
+	wantIn := asJSON(t, []map[string]any{
+		{"from": []any{map[string]any{"podSelector": map[string]any{"matchLabels": wantAgents}}}, "ports": []any{map[string]any{"port": 3128, "protocol": "TCP"}}},
+		{"from": []any{monitoringPeer}, "ports": []any{map[string]any{"port": 8080, "protocol": "TCP"}}},
+	})
+	if got := rules(t, proxyNP, "ingress"); !reflect.DeepEqual(asJSON(t, got), wantIn) {
+		t.Errorf("the proxy's ingress %v\nwant %v", got, wantIn)
+	}
+
+	project := r.find("Project", "alpha")
+	if project == nil {
+		t.Fatalf("no Project: %v", r.kinds())
+	}
+	wantEgress := map[string]any{"mode": "Proxy", "proxyURL": "http://alpha-egress-proxy.tatara-agents.svc:3128",
+		"allow": []any{"*.example.org:8443", "pkgs.example.com"}}
+	if got := nested(t, project, "spec", "egress"); !reflect.DeepEqual(asJSON(t, got), asJSON(t, wantEgress)) {
+		t.Errorf("spec.egress %v, want %v", got, wantEgress)
+	}
+	for _, kind := range []string{"Deployment", "Service", "PodDisruptionBudget"} {
+		if r.find(kind, "alpha-egress-proxy") == nil {
+			t.Errorf("no %s alpha-egress-proxy: %v", kind, r.kinds())
+		}
+	}
+
+	open := mustRender(t, "tatara-project", map[string]any{"name": "alpha", "egress": map[string]any{"mode": "open"}})
+	for _, kind := range []string{"Deployment", "Service", "PodDisruptionBudget", "NetworkPolicy", "Role"} {
+		if o := open.find(kind, "alpha-egress-proxy"); o != nil {
+			t.Errorf("egress.mode open still renders %s %s", kind, o.GetName())
+		}
+	}
+	if got := nested(t, open.find("Project", "alpha"), "spec", "egress"); !reflect.DeepEqual(asJSON(t, got), asJSON(t, map[string]any{"mode": "Open"})) {
+		t.Errorf("open: spec.egress %v, want mode Open and nothing else", got)
 	}
 }
 

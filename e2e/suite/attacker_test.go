@@ -56,6 +56,9 @@ func TestAgentAsAttacker(t *testing.T) {
 			// loopback, so the agent still reaches its MCP server and its model gateway.
 			project = projectCopy(ctx, t, cfg, "attacker", func(p *tatarav1.Project) {
 				p.Spec.MaxActiveTasks = 2
+				// Proxies in extraEnvs are refused while egress goes through the Project's own
+				// proxy (which sets these variables): this Project goes out directly, and says so.
+				p.Spec.Egress = &tatarav1.ProjectEgress{Mode: tatarav1.EgressOpen}
 				for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"} {
 					p.Spec.Agent.ExtraEnvs = append(p.Spec.Agent.ExtraEnvs, corev1.EnvVar{Name: k, Value: "http://127.0.0.1:9"})
 				}

@@ -75,6 +75,7 @@ func TestMain(m *testing.M) {
 		phase("load images", loadImages(images)),
 		phase("deploy the model stand-in", deployModelStandin(images)),
 		phase("deploy the git server", deployGitServer(images)),
+		phase("start the host outside the cluster", startOutsideHost(images)),
 		phase("create the demo repo's Secrets", createRepoSecrets),
 		phase("create the model key's Secret", createModelSecret),
 		phase("helmfile sync (environment kind)", helmfileSync),
@@ -201,18 +202,19 @@ func sanitize(s string) string {
 	}, s)
 }
 
-// tearDown ends the run: it deletes the kind cluster (kept with E2E_KEEP_CLUSTER=1) and its docker
-// network. Each feature's own objects go in its Teardown step (deleting, helpers_test.go).
+// tearDown ends the run: it deletes the kind cluster (kept with E2E_KEEP_CLUSTER=1), the host
+// outside it and their docker networks. Each feature's own objects go in its Teardown step (deleting, helpers_test.go).
 func tearDown(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
 	if os.Getenv("E2E_KEEP_CLUSTER") == "1" {
-		logf("E2E_KEEP_CLUSTER=1: keeping cluster %s (KUBECONFIG=%s); delete it with: hack/kind.sh delete cluster --name %s && docker network rm %s",
-			clusterName, cfg.KubeconfigFile(), clusterName, clusterName)
+		logf("E2E_KEEP_CLUSTER=1: keeping cluster %s (KUBECONFIG=%s); delete it with: hack/kind.sh delete cluster --name %s && docker rm -f %s && docker network rm %s %s",
+			clusterName, cfg.KubeconfigFile(), clusterName, outsideName(), clusterName, outsideName())
 		return ctx, nil
 	}
 	var err error
 	if _, created := envfuncs.GetClusterFromContext(ctx, clusterName); created {
 		ctx, err = envfuncs.DestroyCluster(clusterName)(ctx, cfg)
 	}
+	removeOutsideHost()
 	if nerr := kindcluster.RemoveNetwork(clusterName); nerr != nil {
 		logf("%v", nerr)
 	}
