@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"os"
 	"os/signal"
 	"syscall"
@@ -19,6 +20,8 @@ type flags struct {
 	project, namespace, listen, metricsAddr, probeAddr string
 	limits                                             Limits
 	level                                              slog.Level
+	// denied are further ranges no allowed name may resolve to, beside ForbiddenPrefixes.
+	denied []netip.Prefix
 }
 
 func parseFlags(args []string, stderr io.Writer) (flags, error) {
@@ -38,6 +41,15 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.DurationVar(&f.limits.ShutdownTimeout, "shutdown-timeout", DefaultShutdownTimeout,
 		"on SIGTERM, how long open tunnels may run on before they are closed")
 	fs.TextVar(&f.level, "log-level", slog.LevelInfo, "log level: DEBUG, INFO, WARN or ERROR")
+	fs.Func("deny-cidr", "a further range (CIDR) no allowed name may resolve to, beside the private, loopback, link-local and metadata ones; repeatable (a cluster whose nodes or pods have public addresses names them here)",
+		func(v string) error {
+			p, err := netip.ParsePrefix(v)
+			if err != nil {
+				return fmt.Errorf("not a CIDR: %w", err)
+			}
+			f.denied = append(f.denied, p.Masked())
+			return nil
+		})
 	if err := fs.Parse(args); err != nil {
 		return f, err // the flag package has printed which flag and why
 	}

@@ -3,6 +3,9 @@ package egress
 import (
 	"bytes"
 	"context"
+	"io"
+	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -26,6 +29,7 @@ func TestMainRefusesBadFlags(t *testing.T) {
 		{[]string{"--project", "demo", "--namespace", "ns", "--idle-timeout", "soon"}, "-idle-timeout"},
 		{[]string{"--project", "demo", "--namespace", "ns", "--no-such-flag"}, "-no-such-flag"},
 		{[]string{"--project", "demo", "--namespace", "ns", "extra"}, "takes no arguments"},
+		{[]string{"--project", "demo", "--namespace", "ns", "--deny-cidr", "203.0.113.7"}, "-deny-cidr"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := Main(context.Background(), c.args, &stdout, &stderr); code != 2 {
@@ -47,5 +51,17 @@ func TestNamespaceDefaultsToPodNamespace(t *testing.T) {
 	}
 	if f.namespace != "from-env" || f.listen != ":3128" || f.metricsAddr != ":8080" || f.probeAddr != ":8081" {
 		t.Errorf("defaults: %+v", f)
+	}
+}
+
+// TestDenyCIDRAddsToTheForbiddenRanges: each --deny-cidr is kept, masked, beside the built-in set.
+func TestDenyCIDRAddsToTheForbiddenRanges(t *testing.T) {
+	f, err := parseFlags([]string{"--project", "demo", "--namespace", "ns", "--deny-cidr", "203.0.113.7/24", "--deny-cidr", "2001:db8::1/32"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []netip.Prefix{netip.MustParsePrefix("203.0.113.0/24"), netip.MustParsePrefix("2001:db8::/32")}
+	if !slices.Equal(f.denied, want) {
+		t.Errorf("denied = %v, want %v", f.denied, want)
 	}
 }

@@ -75,6 +75,7 @@ func run(ctx context.Context, f flags, log *slog.Logger) error {
 		Project: f.project, Namespace: f.namespace, Policy: policy,
 		Identify: &PodIdentities{Reader: mgr.GetCache(), Namespace: f.namespace, Project: f.project},
 		Events:   mgr.GetEventRecorder(reporterName), Metrics: m, Log: log, Limits: f.limits,
+		Forbidden: append(ForbiddenPrefixes(), f.denied...),
 	})
 	// Listening before the manager starts makes a taken port fail the command at once.
 	ln, err := net.Listen("tcp", f.listen)
