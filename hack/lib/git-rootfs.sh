@@ -3,11 +3,13 @@
 # filesystem (hack/lib/debian.sh): the wrapper image (hack/wrapper-image.sh: workspace-init clones
 # with it), the agent image (hack/agent-image.sh) and the e2e git server (hack/git-server-image.sh).
 # One package list, so all three use the same cached rootfs tarball: git, the TLS roots it clones
-# with, and ssh for ssh remotes; minbase brings glibc, bash and coreutils. (Kept apart from
+# with, ssh for ssh remotes, and curl, which agents fetch with (through their Project's egress
+# proxy: the e2e's TestEgressThroughTheProxy probes with it); minbase brings glibc, bash and
+# coreutils. (Kept apart from
 # hack/lib/debian.sh, which the kind node image's inputs hash covers.) The caller sources log.sh and
 # debian.sh and defines DEB_CACHE; git_image_build does the rest.
 # shellcheck disable=SC2034 # used by the scripts that source this file
-GIT_ROOTFS_PACKAGES=(git ca-certificates openssh-client)
+GIT_ROOTFS_PACKAGES=(git ca-certificates openssh-client curl)
 
 # GIT_IMAGE_UID is the user every one of these images runs as.
 GIT_IMAGE_UID=65532
