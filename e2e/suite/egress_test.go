@@ -105,7 +105,7 @@ func TestEgressThroughTheProxy(t *testing.T) {
 			}
 			return ctx
 		}).
-		Teardown(deleting(task)).
+		Teardown(deleting(&task)).
 		Feature()
 	testenv.Test(t, f)
 }

@@ -163,6 +163,10 @@ func TestRefusalIsVisible(t *testing.T) {
 		if e.eventtype != corev1.EventTypeWarning || e.reason != EventReason || e.note != want {
 			t.Errorf("Event %d = %s %s %q, want Warning EgressBlocked %q", i, e.eventtype, e.reason, e.note, want)
 		}
+		// The recorder folds Events of one action into a series: each target needs its own.
+		if wantAction := fmt.Sprintf("Connect evil.test:%d", port); e.action != wantAction {
+			t.Errorf("Event %d action %q, want %q", i, e.action, wantAction)
+		}
 	}
 }
 

@@ -17,8 +17,14 @@ import (
 // refused; its note is `blocked: <host>:<port> (<reason>)`.
 const EventReason = "EgressBlocked"
 
-// eventAction is the Event's action (events.k8s.io requires one).
-const eventAction = "Connect"
+// eventAction is the Event's action (events.k8s.io requires one): "Connect <host>:<port>", at
+// most 128 bytes. The target is in it because the events.k8s.io recorder folds Events of one
+// regarding, related, reason and action into a series that keeps the first note: with a fixed
+// action, a Task's second blocked host would only raise the first one's count.
+func eventAction(ref *Refusal) string {
+	a := "Connect " + ref.Target()
+	return a[:min(len(a), 128)]
+}
 
 // reporter makes every decision visible: a log line, a count, and for a refusal from a Task's
 // pod an Event on the Task (within the Event budget).
@@ -80,5 +86,5 @@ func (r *reporter) denied(ctx context.Context, src netip.Addr, ref *Refusal) {
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{Name: id.Pod, Namespace: r.namespace, UID: id.PodUID},
 	}
-	r.events.Eventf(task, pod, corev1.EventTypeWarning, EventReason, eventAction, "blocked: %s (%s)", ref.Target(), ref.Reason)
+	r.events.Eventf(task, pod, corev1.EventTypeWarning, EventReason, eventAction(ref), "blocked: %s (%s)", ref.Target(), ref.Reason)
 }

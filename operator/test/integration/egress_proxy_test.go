@@ -25,8 +25,8 @@ import (
 // TestEgressProxyBinary runs the real `operator egress-proxy` process against the API server, as
 // the tatara-project chart does: it is ready once it has read its Project; a CONNECT from an agent
 // pod's address to a host off the allow-list gets the 403 with the refusal header, the refusal is
-// counted on /metrics, and the Task that owns the pod gets the EgressBlocked Event, found from the
-// source address through the proxy's cache of agent pods; SIGTERM stops it cleanly.
+// counted on /metrics, and the Task that owns the pod gets an EgressBlocked Event for each host,
+// found from the source address through the proxy's cache of agent pods; SIGTERM stops it cleanly.
 func TestEgressProxyBinary(t *testing.T) {
 	bin := testutil.BuildBinary(t, "../..", "./cmd")
 	ns := newNamespace(t)
@@ -83,19 +83,26 @@ func TestEgressProxyBinary(t *testing.T) {
 		}
 		return nil
 	})
-	eventually(t, 30*time.Second, "the EgressBlocked Event on the Task", func() error {
-		var evs corev1.EventList
-		if err := k8s.List(ctx, &evs); err != nil {
-			return err
-		}
-		for _, e := range evs.Items {
-			if e.Namespace == ns && e.InvolvedObject.Kind == "Task" && e.InvolvedObject.Name == "asker" && e.InvolvedObject.UID == task.UID &&
-				e.Reason == egress.EventReason && e.Type == corev1.EventTypeWarning && strings.Contains(e.Message, "blocked: evil.example.test:443 (not_allowed)") {
-				return nil
+	// A second host: its own Event, not a repeat of the first one's (the recorder folds Events it
+	// takes for the same into one series that keeps the first note).
+	if code, _, body, err := connect(proxyAddr, "other.example.test:8443"); err != nil || code != http.StatusForbidden {
+		t.Fatalf("CONNECT to a second host off the allow-list: %d %q %v", code, body, err)
+	}
+	for _, note := range []string{"blocked: evil.example.test:443 (not_allowed)", "blocked: other.example.test:8443 (not_allowed)"} {
+		eventually(t, 30*time.Second, "the EgressBlocked Event "+note+" on the Task", func() error {
+			var evs corev1.EventList
+			if err := k8s.List(ctx, &evs); err != nil {
+				return err
 			}
-		}
-		return fmt.Errorf("%d events, none EgressBlocked on task asker", len(evs.Items))
-	})
+			for _, e := range evs.Items {
+				if e.Namespace == ns && e.InvolvedObject.Kind == "Task" && e.InvolvedObject.Name == "asker" && e.InvolvedObject.UID == task.UID &&
+					e.Reason == egress.EventReason && e.Type == corev1.EventTypeWarning && e.Message == note {
+					return nil
+				}
+			}
+			return fmt.Errorf("%d events, none EgressBlocked %q on task asker", len(evs.Items), note)
+		})
+	}
 	eventually(t, 10*time.Second, "the refusal on /metrics", func() error {
 		body, err := httpGet("http://" + metricsAddr + "/metrics")
 		if err != nil {
