@@ -140,7 +140,7 @@ func (p *Proxy) onConnect(target string, ctx *goproxy.ProxyCtx) (*goproxy.Connec
 		host, port := hostAndPort(target, 0)
 		ref := refuse(host, port, ReasonBadRequest)
 		p.rep.denied(ctx.Req.Context(), sourceOf(ctx.Req), ref)
-		ctx.Resp = refusal(ctx.Req, ref)
+		ctx.Resp = refusal(ctx.Req, ref) //nolint:bodyclose // goproxy writes it to the client and closes it
 		return &goproxy.ConnectAction{Action: goproxy.ConnectReject}, target
 	}
 	return &goproxy.ConnectAction{Action: goproxy.ConnectAccept}, target
@@ -161,6 +161,7 @@ func (p *Proxy) connectFailed(w io.Writer, ctx *goproxy.ProxyCtx, err error) {
 	default:
 		return
 	}
+	defer func() { _ = resp.Body.Close() }()
 	_ = resp.Write(w)
 }
 

@@ -98,6 +98,8 @@ func dialThroughProxy(ctx context.Context, proxyURL, target string) (net.Conn, i
 		_ = conn.Close()
 		return nil, nil, fmt.Errorf("the egress proxy's answer to CONNECT %s: %w", target, err)
 	}
+	// A 2xx answer to CONNECT has no body (the tunnel follows); a refusal's is read below.
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		_ = conn.Close()
