@@ -30,6 +30,12 @@ const (
 	ModelGatewayMetricsPort = 9093
 )
 
+// ProxyEnv are the variables through which an agent pod's programs find its Project's egress
+// proxy, in both cases (curl reads only the lowercase http_proxy): the operator sets them in every
+// container of a proxied Project's pods, and the wrapper passes them on to git, whose environment
+// it builds.
+var ProxyEnv = []string{"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"}
+
 // The agent pod's container names: the operator builds them, and what reads a pod's logs or
 // status (the operator's status mapping, the e2e suite) names them.
 const (

@@ -7,12 +7,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"tatara.dev/cli/pkg/agentpod"
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 )
-
-// ProxyEnvNames are the variables through which an agent pod's programs find the egress proxy,
-// in both cases: curl reads only the lowercase http_proxy, most others read either.
-var ProxyEnvNames = []string{"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"}
 
 // inClusterNoProxy is what stays in the cluster and never goes through the proxy: loopback (the
 // cli, the git and model gateways) and Service names, which the NetworkPolicy admits directly.
@@ -27,8 +24,8 @@ func egressProxyEnv(project *tatarav1.Project, cfg Config) []corev1.EnvVar {
 		return nil
 	}
 	noProxy := strings.Join(NoProxy(cfg), ",")
-	env := make([]corev1.EnvVar, 0, len(ProxyEnvNames))
-	for _, name := range ProxyEnvNames {
+	env := make([]corev1.EnvVar, 0, len(agentpod.ProxyEnv))
+	for _, name := range agentpod.ProxyEnv {
 		v := e.ProxyURL
 		if strings.EqualFold(name, "NO_PROXY") {
 			v = noProxy

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"tatara.dev/cli/pkg/agentpod"
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 )
 
@@ -36,7 +37,7 @@ func TestEveryContainerUsesTheEgressProxy(t *testing.T) {
 		for _, c := range containers {
 			names[c.Name] = true
 			for _, name := range []string{"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"} {
-				if v, i := envValue(c.Env, name); v != proxy || i < len(c.Env)-len(ProxyEnvNames) {
+				if v, i := envValue(c.Env, name); v != proxy || i < len(c.Env)-len(agentpod.ProxyEnv) {
 					t.Errorf("pod %s container %s: %s = %q at %d of %d, want %q among the last", pod.Name, c.Name, name, v, i, len(c.Env), proxy)
 				}
 			}
@@ -56,7 +57,7 @@ func TestEveryContainerUsesTheEgressProxy(t *testing.T) {
 		pod := BuildPod(testTask(tatarav1.KindImplement), proxyProject(egress), testConfig())
 		for _, c := range append(slices.Clone(pod.Spec.InitContainers), pod.Spec.Containers...) {
 			for _, e := range c.Env {
-				if slices.Contains(ProxyEnvNames, e.Name) {
+				if slices.Contains(agentpod.ProxyEnv, e.Name) {
 					t.Errorf("egress %+v: container %s has %s", egress, c.Name, e.Name)
 				}
 			}

@@ -13,9 +13,6 @@ import (
 	"time"
 )
 
-// proxyEnvNames are the proxy variables git is given when the pod has them.
-var proxyEnvNames = []string{"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"}
-
 // connectTimeout bounds reaching the proxy and its answer to the CONNECT.
 const connectTimeout = 20 * time.Second
 

@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"tatara.dev/cli/pkg/agentpod"
 	"tatara.dev/cli/pkg/redact"
 	ws "tatara.dev/cli/pkg/workspace"
 )
@@ -284,7 +285,7 @@ func baseGitEnv(home string) []string {
 	}
 	// The pod's egress proxy (the Project's spec.egress): git's http(s) goes through it, and ssh
 	// through a CONNECT tunnel (sshProxyCommand).
-	for _, name := range proxyEnvNames {
+	for _, name := range agentpod.ProxyEnv {
 		if v := os.Getenv(name); v != "" {
 			env = append(env, name+"="+v)
 		}
