@@ -191,7 +191,8 @@ build: ## Build every binary into ./bin (static, version-stamped with its chart'
 # a loaded machine as on an idle one. Each budget is about 10 s on 2 idle cores.
 FUZZ_TARGETS := \
 	wrapper/internal/transcript:FuzzProcessLine:60000x \
-	wrapper/internal/transcript:FuzzChunking:3000x
+	wrapper/internal/transcript:FuzzChunking:3000x \
+	operator/internal/egress:FuzzCheck:30000x
 # FUZZTIME overrides every budget, e.g. `make fuzz FUZZTIME=200000x` for a longer local search.
 FUZZTIME ?=
 FUZZMINIMIZETIME ?= 10s
