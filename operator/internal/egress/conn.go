@@ -2,8 +2,10 @@ package egress
 
 import (
 	"context"
+	"maps"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -85,10 +87,7 @@ func (c *clientConn) Close() error {
 	}
 	c.closed = true
 	c.timer.Stop()
-	ups := make([]*upstreamConn, 0, len(c.upstream))
-	for u := range c.upstream {
-		ups = append(ups, u)
-	}
+	ups := slices.Collect(maps.Keys(c.upstream))
 	c.mu.Unlock()
 	for _, u := range ups {
 		_ = u.Close()
@@ -209,10 +208,7 @@ func (s *connSet) drain(ctx context.Context) {
 
 func (s *connSet) closeAll() {
 	s.mu.Lock()
-	left := make([]*clientConn, 0, len(s.conns))
-	for c := range s.conns {
-		left = append(left, c)
-	}
+	left := slices.Collect(maps.Keys(s.conns))
 	s.mu.Unlock()
 	for _, c := range left {
 		_ = c.Close()

@@ -15,47 +15,42 @@ import (
 // 403 with a reason for any other target, like the egress proxy.
 func connectProxy(t *testing.T, allowed, backend string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer func() { _ = c.Close() }()
-				req, err := http.ReadRequest(bufio.NewReader(c))
-				if err != nil || req.Method != http.MethodConnect {
-					return
-				}
-				if req.Host != allowed {
-					body := "tatara egress proxy: blocked: " + req.Host
-					_, _ = fmt.Fprintf(c, "HTTP/1.1 403 Forbidden\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
-					return
-				}
-				up, err := net.Dial("tcp", backend)
-				if err != nil {
-					return
-				}
-				defer func() { _ = up.Close() }()
-				_, _ = io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n")
-				go func() {
-					_, _ = io.Copy(up, c)
-					_ = up.(*net.TCPConn).CloseWrite()
-				}()
-				_, _ = io.Copy(c, up)
-			}()
+	return "http://" + serveLoopback(t, func(c net.Conn) {
+		req, err := http.ReadRequest(bufio.NewReader(c))
+		if err != nil || req.Method != http.MethodConnect {
+			return
 		}
-	}()
-	return "http://" + ln.Addr().String()
+		if req.Host != allowed {
+			body := "tatara egress proxy: blocked: " + req.Host
+			_, _ = fmt.Fprintf(c, "HTTP/1.1 403 Forbidden\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+			return
+		}
+		up, err := net.Dial("tcp", backend)
+		if err != nil {
+			return
+		}
+		defer func() { _ = up.Close() }()
+		_, _ = io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n")
+		go func() {
+			_, _ = io.Copy(up, c)
+			_ = up.(*net.TCPConn).CloseWrite()
+		}()
+		_, _ = io.Copy(c, up)
+	})
 }
 
 // echoServer answers each connection with "hello " and echoes what it reads until EOF.
 func echoServer(t *testing.T) string {
+	t.Helper()
+	return serveLoopback(t, func(c net.Conn) {
+		_, _ = io.WriteString(c, "hello ")
+		_, _ = io.Copy(c, c)
+	})
+}
+
+// serveLoopback listens on loopback until the test ends and runs handle for each connection,
+// closing it afterwards; it returns the address.
+func serveLoopback(t *testing.T, handle func(net.Conn)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -70,8 +65,7 @@ func echoServer(t *testing.T) string {
 			}
 			go func() {
 				defer func() { _ = c.Close() }()
-				_, _ = io.WriteString(c, "hello ")
-				_, _ = io.Copy(c, c)
+				handle(c)
 			}()
 		}
 	}()
