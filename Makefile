@@ -221,14 +221,22 @@ E2E_PARALLEL ?= 32
 # E2E_TAGS: build tags besides e2e, comma-separated (benchstart: make bench-start's feature).
 E2E_TAGS ?=
 
+# Everything make e2e builds before its suite, in one place; each part is a no-op when up to date.
+# .ci/run starts it in the background at its own start, so that a cold machine builds the node
+# image and the images on the cores that lint and test leave idle.
+.PHONY: e2e-build
+e2e-build: ## Build what the e2e suite runs: the node image (when the probe picks the local one), kind, helm, helmfile, the images.
+	@node_image=$$(KIND_NODE_IMAGE="$(KIND_NODE_IMAGE)" hack/kind-node-select.sh); \
+	echo "== e2e: node image $${node_image:-kind default}"; \
+	case "$$node_image" in tatara.local/kind-node:*) $(MAKE) -s kind-node-image KIND_NODE_IMAGE=$$node_image;; esac; \
+	echo "== e2e: tools"; hack/tools.sh kind helm helmfile >/dev/null; \
+	echo "== e2e: images"; $(MAKE) -s upgrade-image
+
 .PHONY: e2e
 e2e: ## The main job: images, a kind cluster, helmfile sync (env kind), the e2e suite, tear down.
 	@start=$$(date +%s); \
 	node_image=$$(KIND_NODE_IMAGE="$(KIND_NODE_IMAGE)" hack/kind-node-select.sh); \
-	echo "== e2e: node image $${node_image:-kind default}"; \
-	case "$$node_image" in tatara.local/kind-node:*) $(MAKE) -s kind-node-image KIND_NODE_IMAGE=$$node_image;; esac; \
-	echo "== e2e: tools"; hack/tools.sh kind >/dev/null; hack/tools.sh helm >/dev/null; hack/tools.sh helmfile >/dev/null; \
-	echo "== e2e: images"; $(MAKE) -s upgrade-image; \
+	$(MAKE) -s e2e-build KIND_NODE_IMAGE=$$node_image; \
 	echo "== e2e: suite"; \
 	set +e; cd e2e && KIND_NODE_IMAGE="$$node_image" E2E_IMAGES="$(IMAGE_REFS)" E2E_UPGRADE_IMAGE="$(UPGRADE_IMAGE)" \
 		go test -tags e2e$(if $(E2E_TAGS),$(comma)$(E2E_TAGS)) -count=1 -v -timeout $(E2E_TIMEOUT) -parallel $(E2E_PARALLEL) $(if $(E2E_RUN),-run '$(E2E_RUN)') ./suite/ 2>&1 | grep --line-buffered -vE '^=== (RUN|PAUSE|CONT)'; \

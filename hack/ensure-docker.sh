@@ -40,7 +40,9 @@ if ! pgrep -x dockerd >/dev/null; then
 	# containerd from the docker.io dependencies is started by dockerd itself when no system
 	# containerd runs (no systemd here).
 	log "starting dockerd (log: ${LOG_DIR}/dockerd.log)"
-	nohup dockerd >>"${LOG_DIR}/dockerd.log" 2>&1 9>&- &
+	# Its own session: a caller whose process group is stopped (.ci/run's background build) does
+	# not take the daemon with it.
+	setsid nohup dockerd >>"${LOG_DIR}/dockerd.log" 2>&1 9>&- &
 	echo $! >"${LOG_DIR}/dockerd.pid"
 fi
 

@@ -11,6 +11,9 @@
 # depends on it: the prometheus container gets only args (the image's ENTRYPOINT runs), and the
 # config reloader (init and sidecar) gets command /bin/prometheus-config-reloader. Prometheus has
 # no web UI (its assets are not in the Go module): the HTTP API is what the e2e suite queries.
+# Prometheus is built with only the Kubernetes service discovery (PROMETHEUS_BUILD_TAGS, upstream's
+# own build tags), the only one prometheus-operator configures: the cloud providers' SDKs were most
+# of its cold compile.
 #
 # Neither module can be `go install`ed: both have replace directives in their go.mod. So each is
 # built from a throwaway module under $TATARA_CACHE/build that names the commands as tools (go.mod
@@ -37,6 +40,7 @@ OPERATOR_MODULE=github.com/prometheus-operator/prometheus-operator
 PROMETHEUS_MODULE=github.com/prometheus/prometheus
 # Both projects stamp their version here (prometheus-operator reads Prometheus's to pick flags).
 VERSION_PKG=github.com/prometheus/common/version
+PROMETHEUS_BUILD_TAGS=remove_all_sd,enable_kubernetes_sd
 
 # shellcheck source=SCRIPTDIR/lib/log.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/log.sh"
@@ -65,11 +69,11 @@ write_module() {
 	(cd "${dir}" && go mod tidy) || { rm -f "${dir}/go.sum"; die "go mod tidy failed in ${dir}"; }
 }
 
-# go_build dir out pkg version: a static, trimmed, version-stamped linux binary.
+# go_build dir out pkg version [tags]: a static, trimmed, version-stamped linux binary.
 go_build() {
-	local dir="$1" out="$2" pkg="$3" version="$4" start=${SECONDS}
-	log "building ${pkg##*/} ${version} (linux/${ARCH})"
-	(cd "${dir}" && GOOS=linux GOARCH="${ARCH}" nice -n 10 go build -trimpath -o "${out}.tmp" \
+	local dir="$1" out="$2" pkg="$3" version="$4" tags="${5:-}" start=${SECONDS}
+	log "building ${pkg##*/} ${version} (linux/${ARCH}${tags:+, tags ${tags}})"
+	(cd "${dir}" && GOOS=linux GOARCH="${ARCH}" nice -n 10 go build -trimpath -tags "${tags}" -o "${out}.tmp" \
 		-ldflags "-s -w -X ${VERSION_PKG}.Version=${version}" "${pkg}")
 	mv "${out}.tmp" "${out}"
 	log "built ${pkg##*/} ${version} in $((SECONDS - start))s ($(du -h "${out}" | cut -f1))"
@@ -83,7 +87,7 @@ binary() {
 			out="${CACHE}/monitoring/prometheus-operator-${PROMETHEUS_OPERATOR_VERSION}-linux-${ARCH}"
 			dir="${CACHE}/build/prometheus-operator-${PROMETHEUS_OPERATOR_VERSION}" ;;
 		prometheus)
-			out="${CACHE}/monitoring/prometheus-${PROMETHEUS_VERSION}-linux-${ARCH}"
+			out="${CACHE}/monitoring/prometheus-${PROMETHEUS_VERSION}-${PROMETHEUS_BUILD_TAGS//,/-}-linux-${ARCH}"
 			dir="${CACHE}/build/prometheus-${PROMETHEUS_VERSION}" ;;
 	esac
 	if [[ ! -x "${out}/${file}" ]]; then
@@ -107,7 +111,8 @@ binary() {
 				src="$(cd "${dir}" && go list -m -f '{{.Dir}}' "${PROMETHEUS_MODULE}")"
 				[[ "$(cat "${src}/VERSION")" == "${PROMETHEUS_VERSION#v}" ]] ||
 					die "${PROMETHEUS_MODULE}@${pmv} is Prometheus $(cat "${src}/VERSION"), not ${PROMETHEUS_VERSION}"
-				go_build "${dir}" "${out}/${file}" "${PROMETHEUS_MODULE}/cmd/prometheus" "${PROMETHEUS_VERSION#v}" ;;
+				go_build "${dir}" "${out}/${file}" "${PROMETHEUS_MODULE}/cmd/prometheus" "${PROMETHEUS_VERSION#v}" \
+					"${PROMETHEUS_BUILD_TAGS}" ;;
 		esac
 	fi
 	exec 9>&-
