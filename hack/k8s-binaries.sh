@@ -57,7 +57,7 @@ stamp_of() {
 		coredns) echo "coredns ${COREDNS_VERSION}" ;;
 		crictl) echo "crictl ${CRICTL_VERSION}" ;;
 		kube-network-policies) echo "kube-network-policies ${KUBE_NETWORK_POLICIES_VERSION}" ;;
-		pause) echo "pause ${PAUSE_VERSION} $(sha256sum "${ROOT}/hack/pause/main.go" | cut -c1-16)" ;;
+		pause) echo "pause ${PAUSE_VERSION} $(sha256sum "${ROOT}/e2e/cmd/pause/main.go" | cut -c1-16)" ;;
 		kube-*|kubectl|kubelet|kubeadm) echo "$1 ${KUBERNETES_VERSION}" ;;
 		*) die "unknown binary \"$1\" (known: ${ALL[*]})" ;;
 	esac
@@ -138,7 +138,8 @@ build_install() { # name module-path version ldflags
 }
 
 build_pause() {
-	(cd "${ROOT}/hack/pause" && gobuild -ldflags "-s -w -X main.version=${PAUSE_VERSION}" -o "${BIN}/pause" .)
+	# A package of the e2e module (vet, lint and test see it), built in the workspace.
+	(cd "${ROOT}/e2e" && GOWORK="" GOFLAGS=-buildvcs=false gobuild -ldflags "-s -w -X main.version=${PAUSE_VERSION}" -o "${BIN}/pause" ./cmd/pause)
 }
 
 # build_step builds the stale ones among the given binaries in one go build (they share a module

@@ -20,6 +20,9 @@ func main() {
 	}
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGCHLD)
+	// Said once the signals are caught: until then a stop kills the process instead of ending it
+	// with 0 (a sandbox's output goes nowhere; the tests wait for this line).
+	fmt.Println("pause", version, "ready")
 	for sig := range sigs {
 		if sig != syscall.SIGCHLD {
 			// Exit code 0 matches upstream pause: a stop is the normal end of a sandbox.

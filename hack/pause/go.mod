@@ -1,3 +1,0 @@
-module tatara.dev/hack/pause
-
-go 1.26.8
