@@ -105,22 +105,7 @@ var (
 func TestDocsNameExistingSymbols(t *testing.T) {
 	root := filepath.Join("..")
 	decls := scanGoDecls(t, root)
-	var docs []string
-	err := filepath.WalkDir(root, func(path string, e fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if e.IsDir() && path != root && (strings.HasPrefix(e.Name(), ".") || e.Name() == "node_modules" || e.Name() == "e2e-logs") {
-			return filepath.SkipDir
-		}
-		if !e.IsDir() && strings.HasSuffix(path, ".md") {
-			docs = append(docs, path)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	docs := markdownDocs(t, root)
 	claims, tests := 0, 0
 	for _, doc := range docs {
 		raw, err := os.ReadFile(doc)
@@ -167,4 +152,26 @@ func TestDocsNameExistingSymbols(t *testing.T) {
 		t.Fatalf("only %d symbol claims and %d test names found in %d docs: the patterns no longer match the docs", claims, tests, len(docs))
 	}
 	t.Logf("%d symbol-in-file claims and %d test names checked in %d docs", claims, tests, len(docs))
+}
+
+// markdownDocs lists every .md file of the repository, outside dot directories and build output.
+func markdownDocs(t *testing.T, root string) []string {
+	t.Helper()
+	var docs []string
+	err := filepath.WalkDir(root, func(path string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if e.IsDir() && path != root && (strings.HasPrefix(e.Name(), ".") || e.Name() == "node_modules" || e.Name() == "e2e-logs") {
+			return filepath.SkipDir
+		}
+		if !e.IsDir() && strings.HasSuffix(path, ".md") {
+			docs = append(docs, path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return docs
 }

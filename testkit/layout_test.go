@@ -41,6 +41,9 @@ func TestModuleLayoutsNameEveryPackage(t *testing.T) {
 						t.Errorf("%s/README.md says %s has %s, which does not exist", module, row.paths[0], f)
 					}
 				}
+				if filepath.Base(row.paths[0]) == "testdata" {
+					checkTestdataRow(t, module, dir, row)
+				}
 			}
 			for _, pkg := range packages(t, dir) {
 				named := slices.ContainsFunc(entries, func(e string) bool { return e == pkg.dir || filepath.Dir(e) == pkg.dir && strings.HasSuffix(e, ".go") })
@@ -107,11 +110,44 @@ func packages(t *testing.T, dir string) []pkgInfo {
 
 var backticked = regexp.MustCompile("`([^`]+)`")
 
-// layoutRow is one row of a layout table: the backticked paths of its first cell, and the Go files
-// (backticked names ending in .go, without a slash) its second cell says the first path holds.
+// layoutRow is one row of a layout table: the backticked paths of its first cell, the Go files
+// (backticked names ending in .go, without a slash) its second cell says the first path holds,
+// and the text of that cell.
 type layoutRow struct {
 	paths   []string
 	goFiles []string
+	what    string
+}
+
+// checkTestdataRow: a testdata row describes files, not a package, so it names each entry of the
+// directory in backticks (a directory with a trailing slash: `snapshots/`), and every directory
+// it names is there. A kind of data cannot come or go without the row.
+func checkTestdataRow(t *testing.T, module, dir string, row layoutRow) {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Join(dir, row.paths[0]))
+	if err != nil {
+		t.Errorf("%s/README.md names %q: %v", module, row.paths[0], err)
+		return
+	}
+	named := map[string]bool{}
+	for _, m := range backticked.FindAllStringSubmatch(row.what, -1) {
+		named[m[1]] = true
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() {
+			name += "/"
+		}
+		if !named[name] {
+			t.Errorf("%s/README.md's row for %s does not name `%s`, which it holds (its row says: %s)", module, row.paths[0], name, row.what)
+		}
+		delete(named, name)
+	}
+	for name := range named {
+		if strings.HasSuffix(name, "/") {
+			t.Errorf("%s/README.md's row for %s names `%s`, which it does not hold", module, row.paths[0], name)
+		}
+	}
 }
 
 // tableUnder reads the rows of the first table after heading.
@@ -132,7 +168,7 @@ func tableUnder(heading string) func(string) []layoutRow {
 				if len(cells) < 4 || strings.HasPrefix(strings.TrimSpace(cells[1]), "---") {
 					continue
 				}
-				var row layoutRow
+				row := layoutRow{what: strings.TrimSpace(strings.Join(cells[2:len(cells)-1], "|"))}
 				for _, m := range backticked.FindAllStringSubmatch(cells[1], -1) {
 					row.paths = append(row.paths, m[1])
 				}
