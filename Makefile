@@ -44,11 +44,11 @@ lint: $(GOLANGCI_LINT) ## gofmt check, shellcheck on every script, golangci-lint
 	@echo "== shellcheck $(words $(SHELL_SCRIPTS)) scripts"; hack/ensure-apt.sh shellcheck && shellcheck -x $(SHELL_SCRIPTS)
 	@for m in $(MODULES); do echo "== lint $$m"; (cd $$m && $(GOLANGCI_LINT) run ./...); done
 
-# Everything make test needs first, in one place: generated files current, pins consistent, the
-# tools and Kubernetes binaries the chart and envtest tests run, then the MCP conformance suite.
-# The pinned agent CLI (TATARA_CLAUDE_CODE) is for e2e/agentcli, which runs it under the wrapper.
+# Everything make test needs first, in one place: go vet, pins consistent, the tools and Kubernetes
+# binaries the chart and envtest tests run, then the MCP conformance suite. The pinned agent CLI
+# (TATARA_CLAUDE_CODE) is for e2e/agentcli, which runs it under the wrapper.
 .PHONY: test
-test: vet verify-generated check-pins chart-tools envtest-assets conformance ## Unit and integration tests of every module.
+test: vet check-pins chart-tools envtest-assets conformance ## Unit and integration tests of every module.
 	@TATARA_CLAUDE_CODE=$$(hack/claude-code.sh); export TATARA_CLAUDE_CODE; \
 	for m in $(MODULES); do echo "== test $$m"; race=-race; case " $(NO_RACE_MODULES) " in *" $$m "*) race=;; esac; \
 		(cd $$m && go test $$race -count=1 ./...); done
@@ -121,16 +121,39 @@ bench-apf: envtest-assets ## The operator's API priority level under agent load:
 	$$helm template tatara-operator charts/tatara-operator --namespace tatara-system --show-only templates/flowcontrol.yaml >$(BIN_DIR)/flowcontrol.yaml && \
 	cd operator && TATARA_FLOWCONTROL_MANIFEST=$(abspath $(BIN_DIR))/flowcontrol.yaml go test -tags restload -run '^TestRESTLoadNeighbour$$' -count=1 -timeout 30m -v ./test/integration | grep --line-buffered -vE '^(=== RUN|PASS|ok )'
 
-# Every generated or golden file is rewritten by its test with UPDATE_GOLDEN=1 (package
-# tatara.dev/testkit/golden). The packages are found, not listed: every package whose tests import
-# testkit/golden runs whole, so a new golden test is never left out.
+# Every golden file is rewritten by its test with UPDATE_GOLDEN=1 (package tatara.dev/testkit/golden).
+# The packages are found, not listed: every package whose tests import testkit/golden runs whole, so
+# a new golden test is never left out. They build as make test builds them (-race where it uses
+# it), so that make verify and make test share one compile of every dependency.
 .PHONY: update-golden
-update-golden: chart-tools ## Rewrite every golden file (docs, tool and chart snapshots, pod goldens) after a reviewed change.
+update-golden: chart-tools
 	@for m in $(MODULES); do \
 		pkgs=$$(cd $$m && go list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | awk '/ tatara\.dev\/testkit\/golden( |$$)/ {print $$1}'); \
 		[ -n "$$pkgs" ] || continue; echo "== update-golden $$m:" $$pkgs; \
-		(cd $$m && UPDATE_GOLDEN=1 go test -count=1 $$pkgs) || exit 1; done
+		race=-race; case " $(NO_RACE_MODULES) " in *" $$m "*) race=;; esac; \
+		(cd $$m && UPDATE_GOLDEN=1 go test $$race -count=1 $$pkgs) || exit 1; done
+
+##@ Generate and verify
+
+# One verb regenerates, one checks. make generate runs every generator in the order they feed each
+# other: the operator's code and YAML (generate-operator), their copy in its chart (sync-crds),
+# each chart's Chart.lock (chart-deps), the e2e monitoring CRDs (monitoring-crds), then every
+# golden file (update-golden: docs, tool and chart snapshots, pod goldens), which the others feed.
+# Each step is a target of its own for a narrow rerun (released charts' comments name some of
+# them); make help lists only generate and verify. make verify (CI runs it) runs make generate and
+# fails on any file it changed.
+.PHONY: generate
+generate: ## Regenerate every generated and golden file: codegen, CRDs and their chart copy, Chart.locks, monitoring CRDs, goldens.
+	@$(MAKE) --no-print-directory generate-operator
+	@$(MAKE) --no-print-directory sync-crds
+	@$(MAKE) --no-print-directory chart-deps
+	@$(MAKE) --no-print-directory monitoring-crds
+	@$(MAKE) --no-print-directory update-golden
 	@git status --short
+
+.PHONY: verify
+verify: ## Fail when a generated or golden file is stale: names each one and the fix (make generate).
+	@hack/verify-generated.sh
 
 ##@ Build
 
@@ -395,13 +418,15 @@ bump: ## Bump a component everywhere: make bump COMPONENT=cli|wrapper|operator|a
 	@if [ -z "$(COMPONENT)" ] || [ -z "$(VERSION)" ]; then echo "usage: make bump COMPONENT=cli|wrapper|operator|agent VERSION=x.y.z"; exit 2; fi
 	@cd charts && go run ./cmd/pins bump --root .. --component "$(COMPONENT)" --version "$(VERSION)"
 
+# The operator's generated CRDs and RBAC rules, copied into the tatara-operator chart.
 .PHONY: sync-crds
-sync-crds: ## Copy the operator's generated CRDs and RBAC rules into the tatara-operator chart (make test checks).
+sync-crds:
 	@cd charts && go run ./cmd/syncoperator --root ..
 
+# The prometheus-operator CRDs: the e2e monitoring chart's crds/, which the chart tests load too.
 .PHONY: monitoring-crds
-monitoring-crds: ## Regenerate the prometheus-operator CRDs (the e2e monitoring chart's crds/, which the chart tests load too).
-	hack/monitoring-crds.sh
+monitoring-crds:
+	@hack/monitoring-crds.sh
 
 # The chart tests run the pinned helm and helmfile and a real kube-apiserver + etcd (envtest);
 # they fail, never skip, when one is missing.
@@ -409,10 +434,11 @@ export TATARA_HELM := $(TOOLS_DIR)/helm-$(HELM_VERSION)/helm
 export TATARA_HELMFILE := $(TOOLS_DIR)/helmfile-$(HELMFILE_VERSION)/helmfile
 
 # The library chart charts/tatara-common: a chart that depends on it pins its version in Chart.yaml
-# and Chart.lock. After its version moves (and the pins with it), rewrite every Chart.lock; helm and
-# helmfile build the charts/ directory from them (the chart tests too, in their TestMain).
+# and Chart.lock. After its version moves (and the pins with it), every Chart.lock is rewritten; helm
+# and helmfile build the charts/ directory from them (the chart tests too, in their TestMain). helm
+# leaves a Chart.lock whose digest did not change as it was.
 .PHONY: chart-deps
-chart-deps: ## Rewrite each chart's Chart.lock after tatara-common's version moved.
+chart-deps:
 	@helm=$$(hack/tools.sh helm) && for c in $$(grep -l 'file://../tatara-common' charts/*/Chart.yaml); do \
 		d=$$(dirname $$c); echo "== helm dependency update $$d"; $$helm dependency update $$d >/dev/null || exit 1; done
 
@@ -425,24 +451,12 @@ chart-tools: envtest-assets ## Install (once, cached) helm, helmfile, kube-apise
 CONTROLLER_GEN := $(TOOLS_DIR)/controller-gen-$(CONTROLLER_GEN_VERSION)/controller-gen
 # kube-apiserver and etcd for envtest, built by hack/k8s-binaries.sh (nothing is downloaded).
 
-.PHONY: generate
-generate: $(CONTROLLER_GEN) ## Generate the operator's DeepCopy methods from its API types.
+# The operator's DeepCopy methods, CRDs and RBAC (controller-gen, from the kubebuilder markers).
+.PHONY: generate-operator
+generate-operator: $(CONTROLLER_GEN)
 	cd operator && $(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
-
-.PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate the operator's CRD and RBAC YAML from kubebuilder markers.
 	cd operator && $(CONTROLLER_GEN) crd rbac:roleName=tatara-operator paths=./... \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
-
-.PHONY: verify-generated
-verify-generated: $(CONTROLLER_GEN) ## Fail when the operator's generated code or YAML is stale.
-	@snap=$$(mktemp -d); trap 'rm -rf "$$snap"' EXIT; \
-	files="operator/api/v1alpha1/zz_generated.deepcopy.go operator/config/crd/bases operator/config/rbac"; \
-	for f in $$files; do mkdir -p "$$snap/$$(dirname $$f)"; cp -r "$$f" "$$snap/$$f"; done; \
-	$(MAKE) --no-print-directory -s generate manifests >/dev/null; \
-	stale=0; for f in $$files; do diff -ru "$$snap/$$f" "$$f" || stale=1; done; \
-	if [ $$stale = 1 ]; then echo "generated files were stale (now regenerated): run 'make generate manifests' and commit the result"; exit 1; fi; \
-	echo "generated operator files are up to date"
 
 bench: envtest-assets
 

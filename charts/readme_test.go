@@ -12,7 +12,7 @@ import (
 )
 
 // TestChartReadmesUpToDate keeps each chart's README.md equal to what chartdoc renders from its
-// Chart.yaml and the `# --` comments of its values.yaml. make update-golden (UPDATE_GOLDEN=1)
+// Chart.yaml and the `# --` comments of its values.yaml. make generate (UPDATE_GOLDEN=1)
 // rewrites them.
 func TestChartReadmesUpToDate(t *testing.T) {
 	for _, name := range chartNames {
@@ -30,7 +30,7 @@ func TestChartReadmesUpToDate(t *testing.T) {
 			}
 			want, err := os.ReadFile(path)
 			if err != nil {
-				t.Fatalf("missing %s: run `make update-golden` and review the result", path)
+				t.Fatalf("missing %s: run `make generate` and review the result", path)
 			}
 			if msg := staleMessage(path, string(want), string(got)); msg != "" {
 				t.Fatal(msg)
@@ -68,7 +68,7 @@ func staleMessage(path, want, got string) string {
 	if want == got {
 		return ""
 	}
-	return fmt.Sprintf("%s is stale: review the change, then run `make update-golden`\n%s", path, golden.Diff(want, got))
+	return fmt.Sprintf("%s is stale: review the change, then run `make generate`\n%s", path, golden.Diff(want, got))
 }
 
 func TestStaleReadmeMessage(t *testing.T) {
@@ -80,7 +80,7 @@ func TestStaleReadmeMessage(t *testing.T) {
 	got := strings.Replace(want, "Value 150.", "Value one hundred and fifty.", 1)
 	msg := staleMessage("charts/demo/README.md", want, got)
 	for _, s := range []string{
-		"charts/demo/README.md is stale", "make update-golden", "@@ line 151 @@",
+		"charts/demo/README.md is stale", "make generate", "@@ line 151 @@",
 		"  | `key149`", "- | `key150` | string | `\"\"` | Value 150. |", "+ | `key150` | string | `\"\"` | Value one hundred and fifty. |",
 	} {
 		if !strings.Contains(msg, s) {

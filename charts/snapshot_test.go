@@ -45,7 +45,7 @@ func manifest(t *testing.T, name string, vals map[string]any) string {
 
 // TestDefaultRenderSnapshots keeps each chart's default render (and the monitoring render) in
 // testdata/snapshots, so a template change shows up as a reviewable diff.
-// make update-golden (UPDATE_GOLDEN=1) rewrites them.
+// make generate (UPDATE_GOLDEN=1) rewrites them.
 func TestDefaultRenderSnapshots(t *testing.T) {
 	for _, tc := range renderCases() {
 		t.Run(tc.name, func(t *testing.T) {
@@ -62,10 +62,10 @@ func TestDefaultRenderSnapshots(t *testing.T) {
 			}
 			want, err := os.ReadFile(path)
 			if err != nil {
-				t.Fatalf("missing snapshot %s: run `make update-golden` and review the result", path)
+				t.Fatalf("missing snapshot %s: run `make generate` and review the result", path)
 			}
 			if string(want) != got {
-				t.Fatalf("render of %s differs from %s: review the change, then run `make update-golden`\n%s", tc.name, path, firstDiff(string(want), got))
+				t.Fatalf("render of %s differs from %s: review the change, then run `make generate`\n%s", tc.name, path, firstDiff(string(want), got))
 			}
 		})
 	}

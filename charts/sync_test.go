@@ -11,7 +11,7 @@ import (
 )
 
 // TestOperatorChartIsInSyncWithTheOperator: crds/ and the ClusterRole rules are exactly what the
-// operator generates from its markers (`make sync-crds` fixes a failure).
+// operator generates from its markers (`make generate` fixes a failure).
 func TestOperatorChartIsInSyncWithTheOperator(t *testing.T) {
 	if err := opsync.Check(testutil.WorkspaceDir(t)); err != nil {
 		t.Fatal(err)

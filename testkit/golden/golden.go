@@ -1,5 +1,5 @@
 // Package golden compares test output with golden files and rewrites them on request: one
-// mechanism for every golden file of the repository. `make update-golden` sets UPDATE_GOLDEN=1.
+// mechanism for every golden file of the repository. `make generate` sets UPDATE_GOLDEN=1.
 package golden
 
 import (
@@ -31,11 +31,11 @@ func Check(t testing.TB, path string, got []byte) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Errorf("golden file %s: %v; review, then run: make update-golden", path, err)
+		t.Errorf("golden file %s: %v; review, then run: make generate", path, err)
 		return
 	}
 	if string(want) != string(got) {
-		t.Errorf("%s is stale; review the diff, then run: make update-golden\n%s", path, Diff(string(want), string(got)))
+		t.Errorf("%s is stale; review the diff, then run: make generate\n%s", path, Diff(string(want), string(got)))
 	}
 }
 
@@ -63,7 +63,7 @@ func CheckSection(t testing.TB, path, begin, end, want string) {
 		return
 	}
 	if got != want {
-		t.Errorf("%s is stale between %q and %q; review the diff, then run: make update-golden\n%s", path, begin, end, Diff(got, want))
+		t.Errorf("%s is stale between %q and %q; review the diff, then run: make generate\n%s", path, begin, end, Diff(got, want))
 	}
 }
 

@@ -1,5 +1,5 @@
 // Command syncoperator copies the operator's generated CRDs and RBAC rules into the
-// tatara-operator chart (see package tatara.dev/charts/internal/opsync). `make sync-crds` runs it.
+// tatara-operator chart (see package tatara.dev/charts/internal/opsync). `make generate` runs it.
 package main
 
 import (

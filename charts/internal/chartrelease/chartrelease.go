@@ -51,7 +51,7 @@ func (r Record) Save(root string) error {
 		return err
 	}
 	header := "# The content digest of every released chart version (package tatara.dev/charts/internal/chartrelease).\n" +
-		"# `make update-golden` adds the current version of a chart; it never changes a recorded one. An entry\n" +
+		"# `make generate` adds the current version of a chart; it never changes a recorded one. An entry\n" +
 		"# added by a change that has not landed yet may be deleted and recorded again in that change.\n"
 	return os.WriteFile(filepath.Join(root, RecordFile), append([]byte(header), b...), 0o644)
 }
@@ -115,7 +115,7 @@ func (r Record) Check(chart, version, digest string) *Problem {
 			return nil
 		}
 		return &Problem{chart, version, fmt.Sprintf("its files changed since version %s was released (%s, now %s): bump the chart's version "+
-			"(make bump), then record it (make update-golden)", version, d, digest), false}
+			"(make bump), then record it (make generate)", version, d, digest), false}
 	}
 	var older []string
 	for v := range released {
@@ -127,5 +127,5 @@ func (r Record) Check(chart, version, digest string) *Problem {
 		slices.Sort(older)
 		return &Problem{chart, version, fmt.Sprintf("is not newer than the released %v: a new version must be greater", older), false}
 	}
-	return &Problem{chart, version, "is not recorded in " + RecordFile + ": run make update-golden", true}
+	return &Problem{chart, version, "is not recorded in " + RecordFile + ": run make generate", true}
 }

@@ -140,7 +140,7 @@ func Check(root string) error {
 		return nil
 	}
 	sort.Strings(stale)
-	return fmt.Errorf("the tatara-operator chart is stale (run `make sync-crds` and commit):\n  %s", strings.Join(stale, "\n  "))
+	return fmt.Errorf("the tatara-operator chart is stale (run `make generate` and commit):\n  %s", strings.Join(stale, "\n  "))
 }
 
 // Write makes the chart match Want.

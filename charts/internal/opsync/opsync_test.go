@@ -64,7 +64,7 @@ func TestCheckNamesStaleFilesAndWriteFixesThem(t *testing.T) {
 	if err == nil {
 		t.Fatal("Check passed on a stale chart")
 	}
-	for _, want := range []string{"make sync-crds", CRDTarget + "/tatara.dev_tasks.yaml is missing", RulesTarget + " is missing", "tatara.dev_old.yaml has no source"} {
+	for _, want := range []string{"make generate", CRDTarget + "/tatara.dev_tasks.yaml is missing", RulesTarget + " is missing", "tatara.dev_old.yaml has no source"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not mention %q:\n%v", want, err)
 		}

@@ -32,7 +32,7 @@ func ProfileTable() string {
 
 // The README's generated profile table sits between these lines.
 const (
-	profileTableBegin = "<!-- profile table: generated from the cli catalog by `make update-golden`; do not edit -->\n"
+	profileTableBegin = "<!-- profile table: generated from the cli catalog by `make generate`; do not edit -->\n"
 	profileTableEnd   = "<!-- end of profile table -->\n"
 )
 
@@ -41,7 +41,7 @@ func ToolReference() string {
 	var b strings.Builder
 	names := catalog.ProfileNames()
 	sets := map[string]map[string]bool{}
-	b.WriteString("# Tool reference\n\n<!-- Generated from the catalog by `make update-golden`; do not edit. -->\n\n")
+	b.WriteString("# Tool reference\n\n<!-- Generated from the catalog by `make generate`; do not edit. -->\n\n")
 	b.WriteString("Profiles are set per Task kind through `TATARA_TOOL_PROFILE`; an empty or unknown profile serves every tool.\n\n")
 	b.WriteString("| profile | tools |\n|---|---|\n")
 	for _, p := range names {
@@ -91,7 +91,7 @@ func ToolReference() string {
 
 // countMarker is a count stated in the docs, kept equal to the catalog's: written as
 // <!-- count:KEY -->N<!-- /count -->, where KEY is "tools" (every tool), "group:<group>" or
-// "profile:<profile>". make update-golden rewrites N; make test fails on a stale or unknown one.
+// "profile:<profile>". make generate rewrites N; make test fails on a stale or unknown one.
 var countMarker = regexp.MustCompile(`<!-- count:([a-zA-Z:-]+) -->(\d*)<!-- /count -->`)
 
 // CatalogCount is the number a count marker's key names, false for an unknown key.

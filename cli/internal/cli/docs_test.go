@@ -15,7 +15,7 @@ func TestToolReferenceUpToDate(t *testing.T) {
 	golden.Check(t, path, []byte(ToolReference()))
 }
 
-// TestReadmeProfileTableUpToDate: the README's profile table is the catalog's (make update-golden
+// TestReadmeProfileTableUpToDate: the README's profile table is the catalog's (make generate
 // rewrites it in place, between its markers).
 func TestReadmeProfileTableUpToDate(t *testing.T) {
 	golden.CheckSection(t, "../../../README.md", profileTableBegin, profileTableEnd, ProfileTable())
@@ -49,7 +49,7 @@ func TestDocCountsUpToDate(t *testing.T) {
 			}
 			continue
 		}
-		t.Errorf("%s states counts the catalog no longer has; run: make update-golden\n%s", path, golden.Diff(string(raw), want))
+		t.Errorf("%s states counts the catalog no longer has; run: make generate\n%s", path, golden.Diff(string(raw), want))
 	}
 	if markers == 0 {
 		t.Fatal("no count marker in the docs: the check checks nothing")

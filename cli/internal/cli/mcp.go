@@ -164,29 +164,6 @@ func runMCP(ctx context.Context, o mcpOptions, logOut io.Writer, stdin io.Reader
 	return serveHTTP(ctx, o, srv, mcpListener, log, startup)
 }
 
-// awaitClaim waits for the Task that claims this pool pod and writes its assignment, without the
-// token, to claimFile for the wrapper and the git gateway. The caller listens for MCP only after
-// that: the wrapper reads the file as soon as the MCP port accepts a connection.
-func awaitClaim(ctx context.Context, claimFile, operatorURL string, hc *http.Client, log *slog.Logger) (claim.Answer, error) {
-	tokenFile := os.Getenv(claim.EnvOperatorTokenFile)
-	if tokenFile == "" {
-		return claim.Answer{}, fmt.Errorf("%s is set but %s is not: a pool pod's cli needs its token to ask for the claim", claim.EnvFile, claim.EnvOperatorTokenFile)
-	}
-	start := time.Now()
-	log.Info("waiting for the claim", "claim_file", claimFile, "kind", os.Getenv(EnvTaskKind))
-	w := claimWait{operatorURL: operatorURL, tokenFile: tokenFile, kind: os.Getenv(EnvTaskKind), hc: hc, log: log}
-	a, err := w.await(ctx)
-	if err != nil {
-		return claim.Answer{}, err
-	}
-	if err := claim.WriteFile(claimFile, a.Assignment); err != nil {
-		return claim.Answer{}, err
-	}
-	log.Info("pod claimed", "project", a.Project, "task", a.Task, "kind", a.Kind,
-		"waited", time.Since(start).Round(time.Millisecond).String(), "claim_file", claimFile)
-	return a, nil
-}
-
 func (o mcpOptions) validate() error {
 	switch {
 	case o.transport != "stdio" && o.transport != "http":

@@ -11,7 +11,7 @@ import (
 )
 
 // Every tool's MCP definition is pinned by a snapshot, so a schema change is always a
-// reviewed diff. make update-golden rewrites them.
+// reviewed diff. make generate rewrites them.
 func TestToolSnapshots(t *testing.T) {
 	const dir = "testdata/toolsnaps"
 	update := golden.Update()
@@ -32,7 +32,7 @@ func TestToolSnapshots(t *testing.T) {
 				_ = os.Remove(filepath.Join(dir, e.Name()))
 				continue
 			}
-			t.Errorf("stale snapshot %s for a tool that no longer exists; run: make update-golden", e.Name())
+			t.Errorf("stale snapshot %s for a tool that no longer exists; run: make generate", e.Name())
 		}
 	}
 }

@@ -1,11 +1,24 @@
-// Package claim is the warm pool's contract between the operator and a pool pod.
+// Package claim is the warm pool's handshake: the one place that says, end to end, how a pod built
+// before any Task learns the Task that took it. Its contract (paths, the token's audience, the
+// Assignment, the Answer, the file) is here; each side's part lives with its side, named for its
+// role:
 //
-// A pool pod is built before any Task exists: it holds no credential and no name of a Task. Its
-// cli sidecar asks the operator for the pod's claim (OperatorPath), presenting a ServiceAccount
-// token the kubelet projected for this pod alone (Audience). Once a Task has claimed the pod, the
-// operator answers with the Task's Answer; the cli keeps the token to itself, writes the
-// Assignment (no secret in it) to File for the wrapper and the git gateway, and only then listens
-// for MCP. The wrapper, waiting for that port, reads File and starts the agent for that Task.
+//  1. The pool keeps ready pods (operator/internal/controller/pool_controller.go). A pool pod holds
+//     no credential and no name of a Task; which of its pods a Task may take is one predicate,
+//     agent.Claimable (operator/internal/agent/pool.go).
+//  2. The Task takes one (operator/internal/controller/pool_claim.go, claimWarm): it records the
+//     attempt, then patches the pod under its resourceVersion to become its controller and stamps
+//     AnnotationClaimedAt; of two Tasks that chose the same pod, one wins.
+//  3. Meanwhile the pod's cli sidecar asks the operator (cli/internal/cli/claim_wait.go): GET
+//     OperatorPath with a ServiceAccount token the kubelet projected for this pod alone
+//     (Audience), a long poll of up to MaxWait at a time.
+//  4. The operator answers it (the claim endpoint, operator/internal/api/claim.go): the API server
+//     reviews the token, which names its pod; once a Task has claimed that pod, the Answer (the
+//     Assignment and the Task's token) goes to it, and to no other pod.
+//  5. The cli keeps the token to itself, writes the Assignment (no secret in it) to File for the
+//     wrapper and the git gateway, and only then listens for MCP.
+//  6. The wrapper, waiting for that port, reads File (wrapper/internal/app/claim_assignment.go)
+//     and starts the agent for that Task.
 package claim
 
 import (

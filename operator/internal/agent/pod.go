@@ -2,7 +2,7 @@
 // Everything here is a pure function of the Task, its Project and the operator's
 // configuration, so the controller stays idempotent and the output is testable by golden files.
 // The controller decides when: a Task becomes a pod in startAttempt (controller/attempts.go) or
-// claims a warm one built by BuildPoolPod (claimWarm, controller/claim.go); the Task's lifecycle
+// claims a warm one built by BuildPoolPod (claimWarm, controller/pool_claim.go); the Task's lifecycle
 // is told in controller/task_controller.go.
 package agent
 

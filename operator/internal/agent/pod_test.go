@@ -446,7 +446,7 @@ func TestBuildSecret(t *testing.T) {
 	}
 }
 
-// TestBuildPodGolden pins the whole pod; run `make update-golden` after a deliberate change.
+// TestBuildPodGolden pins the whole pod; run `make generate` after a deliberate change.
 func TestBuildPodGolden(t *testing.T) {
 	withAgent := testProject(corev1.EnvVar{Name: "LOG_LEVEL", Value: "debug"})
 	withAgent.Spec.Agent.Image = "stand-in-agent:1"
@@ -554,7 +554,7 @@ func TestModelGatewayKeepsTheCredentialFromTheAgent(t *testing.T) {
 func TestCRDKindEnum(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join("..", "..", "config", "crd", "bases", "tatara.dev_tasks.yaml"))
 	if err != nil {
-		t.Fatalf("failed to read the generated Task CRD (run make manifests): %v", err)
+		t.Fatalf("failed to read the generated Task CRD (run make generate): %v", err)
 	}
 	var crd apiextensionsv1.CustomResourceDefinition
 	if err := yaml.Unmarshal(raw, &crd); err != nil {

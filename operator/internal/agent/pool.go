@@ -81,11 +81,18 @@ func PoolTemplateHash(pod *corev1.Pod, operatorVersion string) string {
 	return hex.EncodeToString(sum[:8])
 }
 
-// Claimable reports whether a pool pod may be claimed now: not yet claimed, not going away, its
-// clone done, its containers running and none of its sidecars restarted. A Task that claimed a pod
-// whose sidecar restarted would fail at once (RestartedSidecar), though nothing of it ran there:
-// the pool replaces such a pod instead.
-func Claimable(pod *corev1.Pod) bool {
+// Claimable is the one rule of which pool pod a Task of project may take now, for the claim
+// (controller/pool_claim.go) and for the pool's count of ready pods (pool_controller.go): a pod of
+// project's pool (the Project is its controller), built from what the pool is built from now
+// (template, the pool's PoolTemplateHash; an older pod is being replaced), not yet claimed, not
+// going away, its clone done, its containers running and none of its sidecars restarted. A Task
+// that claimed a pod whose sidecar restarted would fail at once (RestartedSidecar), though nothing
+// of it ran there: the pool replaces such a pod instead.
+func Claimable(pod *corev1.Pod, project *tatarav1.Project, template string) bool {
+	if owner := metav1.GetControllerOf(pod); owner == nil || owner.UID != project.UID ||
+		pod.Annotations[AnnotationPoolTemplate] != template {
+		return false
+	}
 	if pod.Labels[LabelPool] == "" || pod.Labels[LabelTask] != "" || !pod.DeletionTimestamp.IsZero() ||
 		pod.Status.Phase != corev1.PodRunning || len(pod.Status.ContainerStatuses) == 0 {
 		return false

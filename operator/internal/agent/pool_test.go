@@ -22,7 +22,7 @@ func implementPool() tatarav1.WarmPool {
 	return tatarav1.WarmPool{Kind: tatarav1.KindImplement, Size: 2, Repo: "operator"}
 }
 
-// TestBuildPoolPodGolden pins the whole pool pod; run `make update-golden` after a deliberate change.
+// TestBuildPoolPodGolden pins the whole pool pod; run `make generate` after a deliberate change.
 func TestBuildPoolPodGolden(t *testing.T) {
 	project := workspaceProject()
 	project.UID = "uid-p1"
@@ -160,6 +160,9 @@ func TestClaimable(t *testing.T) {
 		{"agent container waiting", func(p *corev1.Pod) {
 			p.Status.ContainerStatuses[0].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{}}
 		}, false},
+		{"another Project's", func(p *corev1.Pod) { p.OwnerReferences[0].UID = "another-project" }, false},
+		{"no controller", func(p *corev1.Pod) { p.OwnerReferences[0].Controller = nil }, false},
+		{"built from an older template", func(p *corev1.Pod) { p.Annotations[AnnotationPoolTemplate] = "0123456789abcdef" }, false},
 	}
 	// Each sidecar that restarted, running again, makes the pod unclaimable.
 	for i, c := range runningPoolPod(t).Spec.InitContainers {
@@ -167,8 +170,8 @@ func TestClaimable(t *testing.T) {
 			tests = append(tests, claimCase{"sidecar " + c.Name + " restarted", func(p *corev1.Pod) { p.Status.InitContainerStatuses[i].RestartCount = 1 }, false})
 		}
 	}
-	if len(tests) < 10 {
-		t.Fatalf("the pool pod has %d sidecars, want the cli and the git gateway at least", len(tests)-8)
+	if len(tests) < 13 {
+		t.Fatalf("the pool pod has %d sidecars, want the cli and the git gateway at least", len(tests)-11)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -176,8 +179,9 @@ func TestClaimable(t *testing.T) {
 			if pod.Spec.InitContainers[0].Name != WorkspaceInitContainer {
 				t.Fatalf("init container 0 is %s, want %s", pod.Spec.InitContainers[0].Name, WorkspaceInitContainer)
 			}
+			template := pod.Annotations[AnnotationPoolTemplate]
 			tt.edit(pod)
-			if got := Claimable(pod); got != tt.want {
+			if got := Claimable(pod, workspaceProject(), template); got != tt.want {
 				t.Errorf("Claimable = %v, want %v", got, tt.want)
 			}
 		})

@@ -26,9 +26,8 @@ import (
 
 // The warm pool's lifecycle. This file owns it; its states are a pool pod's:
 //   - starting: created by PoolReconciler from the Project's spec.warmPool, cloning or starting;
-//   - ready: agent.Claimable, waiting for a Task (its cli asks the REST API's claim endpoint,
-//     operator/internal/api/claim.go, and holds);
-//   - claimed: a Task became its controller (TaskReconciler.claimWarm, claim.go); from then on it
+//   - ready: agent.Claimable, waiting for a Task (the handshake: package tatara.dev/cli/pkg/claim);
+//   - claimed: a Task became its controller (TaskReconciler.claimWarm, pool_claim.go); from then on it
 //     is that Task's pod like any other, and goes with it;
 //   - replaced: deleted unclaimed, because what it was built from changed (agent.PoolTemplateHash),
 //     it outlived PoolPodMaxAge, it failed, a sidecar of it restarted, or the pool shrank.
@@ -147,7 +146,11 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 				toCreate = append(toCreate, pool)
 			}
 		}
-		r.observe(&project, pool.Kind, pods, failed[pool.Kind])
+		template := ""
+		if buildable {
+			template = poolTemplate(&project, pool, cfg)
+		}
+		r.observe(&project, pool.Kind, pods, template, failed[pool.Kind])
 	}
 	r.forgetRemovedPools(&project)
 	for _, pod := range stale {
@@ -223,13 +226,13 @@ func (r *PoolReconciler) deleteUnclaimed(ctx context.Context, pod *corev1.Pod) e
 }
 
 // observe sets the pool's gauge: its ready, starting and (recently) failed pods.
-func (r *PoolReconciler) observe(project *tatarav1.Project, kind tatarav1.TaskKind, pods []*corev1.Pod, failed int) {
+func (r *PoolReconciler) observe(project *tatarav1.Project, kind tatarav1.TaskKind, pods []*corev1.Pod, template string, failed int) {
 	if r.Metrics == nil {
 		return
 	}
 	ready := 0
 	for _, p := range pods {
-		if agent.Claimable(p) {
+		if agent.Claimable(p, project, template) {
 			ready++
 		}
 	}

@@ -9,7 +9,7 @@
 //     while the Project, repo, runtime ConfigMaps or kind are missing (Reconcile and
 //     runtime_resources.go), then the token Secret is minted (ensureSecret, here; the token's
 //     own life is in internal/token) and an attempt starts: a pool pod claimed (claimWarm,
-//     claim.go) or a pod created (startAttempt, attempts.go), each recorded in status.attempts
+//     pool_claim.go) or a pod created (startAttempt, attempts.go), each recorded in status.attempts
 //     before the pod exists;
 //   - Running: mirrored from the pod (mirrorPod, status.go);
 //   - Succeeded, Failed: the pod's end, mirrored (mirrorPod, status.go: the wrapper's exit code, a

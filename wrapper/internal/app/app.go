@@ -1,7 +1,7 @@
 // Package app is the wrapper process: it reads its settings, serves metrics and health, runs the
 // agent CLI for the Task's directive while tailing its transcript, and exits with the agent's
 // exit code so the pod phase (Succeeded / Failed) drives the Task. In a warm pool's pod it first
-// waits, without a time limit, for the Task that claims the pod (claim.go).
+// waits, without a time limit, for the Task that claims the pod (claim_assignment.go).
 package app
 
 import (

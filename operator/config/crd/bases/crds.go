@@ -1,4 +1,4 @@
-// Package bases embeds the CRDs controller-gen writes here (make manifests), so the operator's
+// Package bases embeds the CRDs controller-gen writes here (make generate), so the operator's
 // release check can compare the cluster's CRDs with the ones this build was made for.
 package bases
 

@@ -120,9 +120,7 @@ func (r *TaskReconciler) claimablePod(ctx context.Context, project *tatarav1.Pro
 	var ready []*corev1.Pod
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		owner := metav1.GetControllerOf(p)
-		if owner != nil && owner.UID == project.UID && agent.Claimable(p) && p.Annotations[agent.AnnotationPoolTemplate] == template &&
-			!slices.Contains(except, p.Name) {
+		if agent.Claimable(p, project, template) && !slices.Contains(except, p.Name) {
 			ready = append(ready, p)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -41,6 +42,29 @@ type taskIdentity struct {
 	project, task, token string
 	// claimedAt is when the Task claimed this pool pod; zero in a Task's own pod.
 	claimedAt time.Time
+}
+
+// awaitClaim waits for the Task that claims this pool pod and writes its assignment, without the
+// token, to claimFile for the wrapper and the git gateway. The caller listens for MCP only after
+// that: the wrapper reads the file as soon as the MCP port accepts a connection.
+func awaitClaim(ctx context.Context, claimFile, operatorURL string, hc *http.Client, log *slog.Logger) (claim.Answer, error) {
+	tokenFile := os.Getenv(claim.EnvOperatorTokenFile)
+	if tokenFile == "" {
+		return claim.Answer{}, fmt.Errorf("%s is set but %s is not: a pool pod's cli needs its token to ask for the claim", claim.EnvFile, claim.EnvOperatorTokenFile)
+	}
+	start := time.Now()
+	log.Info("waiting for the claim", "claim_file", claimFile, "kind", os.Getenv(EnvTaskKind))
+	w := claimWait{operatorURL: operatorURL, tokenFile: tokenFile, kind: os.Getenv(EnvTaskKind), hc: hc, log: log}
+	a, err := w.await(ctx)
+	if err != nil {
+		return claim.Answer{}, err
+	}
+	if err := claim.WriteFile(claimFile, a.Assignment); err != nil {
+		return claim.Answer{}, err
+	}
+	log.Info("pod claimed", "project", a.Project, "task", a.Task, "kind", a.Kind,
+		"waited", time.Since(start).Round(time.Millisecond).String(), "claim_file", claimFile)
+	return a, nil
 }
 
 // claimWait is a pool pod's wait for its Task: it asks the operator until a Task has claimed the
