@@ -32,7 +32,7 @@ fmt: ## gofmt every module.
 	@for m in $(MODULES); do gofmt -w $$m; done
 
 .PHONY: vet
-vet: ## go vet every module.
+vet: ## go vet every module (make lint runs the same analyzers).
 	@for m in $(MODULES); do echo "== vet $$m"; (cd $$m && go vet ./...); done
 
 # Every shell script of the repository (by its shebang), for shellcheck.
@@ -44,11 +44,13 @@ lint: $(GOLANGCI_LINT) ## gofmt check, shellcheck on every script, golangci-lint
 	@echo "== shellcheck $(words $(SHELL_SCRIPTS)) scripts"; hack/ensure-apt.sh shellcheck && shellcheck -x $(SHELL_SCRIPTS)
 	@for m in $(MODULES); do echo "== lint $$m"; (cd $$m && $(GOLANGCI_LINT) run ./...); done
 
-# Everything make test needs first, in one place: go vet, pins consistent, the tools and Kubernetes
+# Everything make test needs first, in one place: pins consistent, the tools and Kubernetes
 # binaries the chart and envtest tests run, then the MCP conformance suite. The pinned agent CLI
-# (TATARA_CLAUDE_CODE) is for e2e/agentcli, which runs it under the wrapper.
+# (TATARA_CLAUDE_CODE) is for e2e/agentcli, which runs it under the wrapper. go vet's analyzers run
+# in make lint (golangci-lint's govet runs go vet's default set, under every build tag), so make
+# test does not run them again: that would be one more compile of every dependency, without -race.
 .PHONY: test
-test: vet check-pins chart-tools envtest-assets conformance ## Unit and integration tests of every module.
+test: check-pins chart-tools envtest-assets conformance ## Unit and integration tests of every module.
 	@TATARA_CLAUDE_CODE=$$(hack/claude-code.sh); export TATARA_CLAUDE_CODE; \
 	for m in $(MODULES); do echo "== test $$m"; race=-race; case " $(NO_RACE_MODULES) " in *" $$m "*) race=;; esac; \
 		(cd $$m && go test $$race -count=1 ./...); done
@@ -72,7 +74,7 @@ test-busy: ## make test twice while stress-ng loads every core (finds tests that
 conformance: ## The MCP conformance suite against tatara mcp (streamable HTTP).
 	@echo "== conformance: the official MCP suite against tatara mcp"
 	@runner=$$(hack/mcp-conformance.sh) && cd cli && TATARA_MCP_CONFORMANCE="$$runner" \
-		go test -tags conformance -run '^TestMCPConformance$$' -count=1 ./internal/cli
+		go test -race -tags conformance -run '^TestMCPConformance$$' -count=1 ./internal/cli
 
 .PHONY: bench
 bench: ## Benchmarks; each prints its figures (ratios against an in-process baseline).

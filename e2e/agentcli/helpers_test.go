@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"tatara.dev/e2e/internal/model"
+	"tatara.dev/testkit/testutil"
 )
 
 const apiKey = "agentcli-test-key"
@@ -114,16 +115,16 @@ func claudeCode(t *testing.T) string {
 	return path
 }
 
-// buildWrapper builds the wrapper binary of this workspace.
+// buildWrapper builds the wrapper binary of this workspace, once per test binary.
 func buildWrapper(t *testing.T) string {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), "wrapper")
-	cmd := exec.Command("go", "build", "-o", out, "tatara.dev/wrapper/cmd/wrapper")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build the wrapper: %v\n%s", err, b)
-	}
-	return out
+	return testutil.BuildBinary(t, ".", "tatara.dev/wrapper/cmd/wrapper")
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testutil.RemoveBinaries()
+	os.Exit(code)
 }
 
 func writeFile(t *testing.T, path, content string) {

@@ -64,7 +64,8 @@ var (
 // every test that asks for it, with the go command's output.
 //
 // The go command is the one of PATH (go test puts its own GOROOT/bin first), run in moduleDir so
-// the workspace's go.work applies; CGO_ENABLED=0, as in the images. The binary is named after the
+// the workspace's go.work applies; CGO_ENABLED=0 and -trimpath, as in the images, so that a test's
+// build and make images share one compile of every dependency. The binary is named after the
 // package's last path element ("." names it after moduleDir). The binaries stay until
 // RemoveBinaries, which the TestMain of a package using BuildBinary calls after m.Run.
 func BuildBinary(t testing.TB, moduleDir, pkg string) string {
@@ -122,11 +123,11 @@ func goBuild(k buildKey) (string, error) {
 		return "", fmt.Errorf("failed to build %s in %s: %w", k.pkg, k.dir, err)
 	}
 	bin := filepath.Join(out, binaryName(k))
-	cmd := exec.Command("go", "build", "-o", bin, k.pkg)
+	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, k.pkg)
 	cmd.Dir = k.dir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if output, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("failed to build %s in %s (go build -o %s %s): %w\n%s", k.pkg, k.dir, bin, k.pkg, err, output)
+		return "", fmt.Errorf("failed to build %s in %s (go build -trimpath -o %s %s): %w\n%s", k.pkg, k.dir, bin, k.pkg, err, output)
 	}
 	return bin, nil
 }

@@ -124,7 +124,7 @@ func TestBuildBinary(t *testing.T) {
 		{name: "import path", moduleDir: ".", pkg: "tatara.dev/testkit/testutil/testdata/hello", wantName: "hello"},
 		{name: "package directory itself", moduleDir: "testdata/hello", pkg: ".", wantName: "hello"},
 		{name: "does not compile", moduleDir: ".", pkg: "./testdata/broken",
-			wantErr: []string{"failed to build ./testdata/broken in " + mustAbs(t, "."), "go build -o", "exit status 1", `cannot use "not an int"`}},
+			wantErr: []string{"failed to build ./testdata/broken in " + mustAbs(t, "."), "go build -trimpath -o", "exit status 1", `cannot use "not an int"`}},
 		{name: "no such package", moduleDir: ".", pkg: "./testdata/missing",
 			wantErr: []string{"failed to build ./testdata/missing", "testdata/missing"}},
 	}
