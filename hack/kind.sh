@@ -43,7 +43,17 @@ if needs_shim; then
 	export PATH="${ROOT}/hack/docker-shim:${PATH}"
 fi
 # `create cluster` without a --config gets the project's cluster config (hack/kind-cluster.yaml).
+# kind resolves a relative extraMounts hostPath against its own working directory; the config's are
+# the repository's, so kind gets a copy with them made absolute (named by its content, so that
+# runs side by side write the same file).
 if [[ "${1:-}" == create && "${2:-}" == cluster ]] && ! printf '%s\n' "$@" | grep -q -- '^--config'; then
-	set -- "$@" --config "${ROOT}/hack/kind-cluster.yaml"
+	mkdir -p "${CACHE}/kind"
+	resolved="$(sed "s#hostPath: hack/#hostPath: ${ROOT}/hack/#" "${ROOT}/hack/kind-cluster.yaml")"
+	config="${CACHE}/kind/cluster-$(sha256sum <<<"${resolved}" | cut -c1-16).yaml"
+	if [[ ! -f "${config}" ]]; then
+		printf '%s\n' "${resolved}" >"${config}.$$"
+		mv -f "${config}.$$" "${config}"
+	fi
+	set -- "$@" --config "${config}"
 fi
 exec "${kind_bin}" "$@"

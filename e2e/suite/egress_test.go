@@ -31,7 +31,7 @@ import (
 //
 // and the proxy's metrics, scraped by Prometheus, count the allowed and the denied requests.
 func TestEgressThroughTheProxy(t *testing.T) {
-	aloneFeature(t) // for the node's CPU, not for isolation: schedule_test.go
+	sharedFeature(t)
 	const name = "egress"
 	task := newTask(name, kindProject, tatarav1.KindImplement, modelScript(name,
 		bashStep(fmt.Sprintf(`curl -sk -o /dev/null -w 'allowed-https: %%{http_code}\n' https://%[1]s/via-proxy-https;`+

@@ -37,7 +37,7 @@ import (
 // timeout of the operator release in the upgrade that must fail (see nextRelease).
 const (
 	upgradeTimeout       = 8 * time.Minute
-	failedUpgradeTimeout = 60 * time.Second
+	failedUpgradeTimeout = 30 * time.Second
 )
 
 // nextRelease is a release MR on a copy of the repository's charts and helmfile: the operator
