@@ -72,17 +72,8 @@ func testkitMains(t *testing.T, root string) []string {
 	t.Helper()
 	var dirs []string
 	fset := token.NewFileSet()
-	err := filepath.WalkDir(root, func(path string, e fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if e.IsDir() {
-			if name := e.Name(); path != root && (strings.HasPrefix(name, ".") || name == "node_modules" || name == "e2e-logs" || name == "testdata") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+	err := walkGoFiles(root, func(path string) error {
+		if strings.HasSuffix(path, "_test.go") {
 			return nil
 		}
 		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)

@@ -25,19 +25,7 @@ func scanGoDecls(t *testing.T, root string) goDecls {
 	t.Helper()
 	d := goDecls{byPath: map[string]map[string]bool{}, byBase: map[string][]string{}, tests: map[string]bool{}}
 	fset := token.NewFileSet()
-	err := filepath.WalkDir(root, func(path string, e fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if e.IsDir() {
-			if name := e.Name(); path != root && (strings.HasPrefix(name, ".") || name == "node_modules" || name == "e2e-logs" || name == "testdata") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") {
-			return nil
-		}
+	err := walkGoFiles(root, func(path string) error {
 		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
 		if err != nil {
 			return err
@@ -174,4 +162,24 @@ func markdownDocs(t *testing.T, root string) []string {
 		t.Fatal(err)
 	}
 	return docs
+}
+
+// walkGoFiles calls fn for every .go file of the repository under root, skipping hidden
+// directories, node_modules, e2e-logs and testdata.
+func walkGoFiles(root string, fn func(path string) error) error {
+	return filepath.WalkDir(root, func(path string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if e.IsDir() {
+			if name := e.Name(); path != root && (strings.HasPrefix(name, ".") || name == "node_modules" || name == "e2e-logs" || name == "testdata") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		return fn(path)
+	})
 }
