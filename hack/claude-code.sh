@@ -15,13 +15,7 @@ CACHE="${TATARA_CACHE:-${HOME}/.cache/tatara}"
 # shellcheck source=SCRIPTDIR/lib/log.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/log.sh"
 
-if ! command -v npm >/dev/null; then
-	[[ "$(id -u)" == 0 ]] || die "npm is not on PATH (install Node.js and npm)"
-	log "installing npm from the machine's apt sources"
-	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null || die "apt-get update failed"
-	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends npm >/dev/null \
-		|| die "could not apt-get install npm"
-fi
+"${ROOT}/hack/ensure-apt.sh" npm node:nodejs
 for tool in npm sha512sum base64 od tar; do
 	command -v "${tool}" >/dev/null || die "${tool} is not on PATH"
 done

@@ -23,16 +23,7 @@ if docker info >/dev/null 2>&1; then
 	exit 0
 fi
 
-apt_install() {
-	# Wait for other apt users rather than failing on the dpkg lock.
-	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 "$@"
-}
-
-if ! command -v dockerd >/dev/null; then
-	log "installing docker.io from the machine's apt sources"
-	apt_install update -qq
-	apt_install install -y -qq --no-install-recommends docker.io iptables >/dev/null
-fi
+"$(dirname "${BASH_SOURCE[0]}")/ensure-apt.sh" dockerd:docker.io iptables
 command -v dockerd >/dev/null || die "dockerd is still missing after apt-get install docker.io"
 command -v docker >/dev/null || die "the docker client is missing (apt-get install docker.io)"
 

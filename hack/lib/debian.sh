@@ -34,12 +34,7 @@ debian_init() {
 }
 
 ensure_debootstrap() {
-	command -v debootstrap >/dev/null && return
-	log "installing debootstrap from the machine's apt sources"
-	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null \
-		|| die "apt-get update failed (needed to install debootstrap)"
-	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends debootstrap >/dev/null \
-		|| die "could not apt-get install debootstrap"
+	"$(dirname "${BASH_SOURCE[0]}")/../ensure-apt.sh" debootstrap || die "could not install debootstrap"
 }
 
 # debootstrap_tar OUT PACKAGES...: a minbase root filesystem with the packages, as a tarball.
