@@ -119,16 +119,9 @@ func finishedAgentPod(ctx context.Context, t *testing.T, r *resources.Resources,
 	var pod *corev1.Pod
 	var exited []map[string]any
 	err := wait.For(func(ctx context.Context) (bool, error) {
-		var cur tatarav1.Task
-		if err := r.Get(ctx, task.Name, task.Namespace, &cur); err != nil {
-			return false, err
-		}
-		if cur.Status.PodName == "" {
-			return false, nil
-		}
 		var p corev1.Pod
-		if err := r.Get(ctx, cur.Status.PodName, task.Namespace, &p); err != nil {
-			return false, nil
+		if found, err := taskPod(ctx, r, task, &p); !found {
+			return false, err
 		}
 		logs := podLogs(ctx, cs, &p, "wrapper")
 		if p.Status.Phase == corev1.PodFailed {
@@ -234,16 +227,25 @@ func deleting(refs ...any) features.Func {
 	}
 }
 
+// taskPod reads the Task's current agent pod into pod: found is false while the Task names none
+// yet or the pod is not in the API yet; err only when the Task cannot be read.
+func taskPod(ctx context.Context, r *resources.Resources, task *tatarav1.Task, pod *corev1.Pod) (found bool, err error) {
+	var cur tatarav1.Task
+	if err := r.Get(ctx, task.Name, task.Namespace, &cur); err != nil {
+		return false, err
+	}
+	if cur.Status.PodName == "" {
+		return false, nil
+	}
+	return r.Get(ctx, cur.Status.PodName, task.Namespace, pod) == nil, nil
+}
+
 // terminalPod waits until the Task's agent pod has ended, and fails unless it Succeeded.
 func terminalPod(ctx context.Context, t *testing.T, r *resources.Resources, task *tatarav1.Task) *corev1.Pod {
 	t.Helper()
 	var pod corev1.Pod
 	err := wait.For(func(ctx context.Context) (bool, error) {
-		var cur tatarav1.Task
-		if err := r.Get(ctx, task.Name, task.Namespace, &cur); err != nil || cur.Status.PodName == "" {
-			return false, err
-		}
-		if err := r.Get(ctx, cur.Status.PodName, task.Namespace, &pod); err != nil {
+		if found, err := taskPod(ctx, r, task, &pod); !found {
 			return false, err
 		}
 		return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed, nil

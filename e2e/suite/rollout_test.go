@@ -67,12 +67,8 @@ func waitingAgent(ctx context.Context, t *testing.T, cfg *envconf.Config, name s
 	}
 	var pod corev1.Pod
 	err := wait.For(func(ctx context.Context) (bool, error) {
-		var cur tatarav1.Task
-		if err := r.Get(ctx, task.Name, task.Namespace, &cur); err != nil || cur.Status.PodName == "" {
+		if found, err := taskPod(ctx, r, task, &pod); !found {
 			return false, err
-		}
-		if err := r.Get(ctx, cur.Status.PodName, task.Namespace, &pod); err != nil {
-			return false, nil
 		}
 		return strings.Contains(podLogs(ctx, cs, &pod, "cli"), `"msg":"first mcp request"`), nil
 	}, wait.WithContext(ctx), wait.WithTimeout(waitTimeout), wait.WithInterval(time.Second))
