@@ -217,7 +217,7 @@ build: ## Build every binary into ./bin (static, version-stamped with its chart'
 FUZZ_TARGETS := \
 	wrapper/internal/transcript:FuzzProcessLine:60000x \
 	wrapper/internal/transcript:FuzzChunking:3000x \
-	operator/internal/egress:FuzzCheck:30000x
+	operator/internal/egress/allowlist:FuzzCheck:30000x
 # FUZZTIME overrides every budget, e.g. `make fuzz FUZZTIME=200000x` for a longer local search.
 FUZZTIME ?=
 FUZZMINIMIZETIME ?= 10s

@@ -15,11 +15,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"tatara.dev/operator/internal/api"
 	"tatara.dev/operator/internal/controller"
 	"tatara.dev/operator/internal/egress"
 	"tatara.dev/operator/internal/manager"
 	"tatara.dev/operator/internal/releasecheck"
+	"tatara.dev/operator/internal/rest"
 )
 
 func main() {
@@ -60,13 +60,13 @@ func main() {
 	flag.StringVar(&opts.Controller.ChatURL, "chat-url", "", "TATARA_CHAT_URL given to agent pods")
 	flag.IntVar(&opts.MaxConcurrentReconciles, "max-concurrent-reconciles", 8, "Tasks reconciled in parallel (make bench-scale chose the default)")
 	flag.Int64Var(&opts.MaxBodyBytes, "api-max-body-bytes", 16<<10, "largest REST request body accepted (413 above)")
-	flag.Float64Var(&opts.APIRateLimit.PerSecond, "api-rate-limit", api.DefaultRateLimit,
+	flag.Float64Var(&opts.APIRateLimit.PerSecond, "api-rate-limit", rest.DefaultRateLimit,
 		"REST requests per second each Task may make on average, counted per Task (token bucket); above it 429 with Retry-After (0 turns the limit off)")
-	flag.IntVar(&opts.APIRateLimit.Burst, "api-rate-burst", api.DefaultRateBurst,
+	flag.IntVar(&opts.APIRateLimit.Burst, "api-rate-burst", rest.DefaultRateBurst,
 		"REST requests each Task may make at once before --api-rate-limit applies (0 turns the limit off)")
-	flag.Float64Var(&opts.APISourceRateLimit.PerSecond, "api-source-rate-limit", api.DefaultSourceRateLimit,
+	flag.Float64Var(&opts.APISourceRateLimit.PerSecond, "api-source-rate-limit", rest.DefaultSourceRateLimit,
 		"REST requests per second each source address may make, before authentication (0 turns the limit off)")
-	flag.IntVar(&opts.APISourceRateLimit.Burst, "api-source-rate-burst", api.DefaultSourceRateBurst,
+	flag.IntVar(&opts.APISourceRateLimit.Burst, "api-source-rate-burst", rest.DefaultSourceRateBurst,
 		"REST requests each source address may make at once before --api-source-rate-limit applies (0 turns the limit off)")
 	flag.TextVar(&level, "log-level", slog.LevelInfo, "log level: DEBUG, INFO, WARN or ERROR")
 	flag.Parse()

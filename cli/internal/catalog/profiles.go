@@ -3,7 +3,7 @@
 // groups and the tool entries are in catalog.go and one file per backend; the server registers
 // only a profile's tools (cli/internal/mcpserver/server.go); the operator and e2e read the same
 // tables through cli/pkg/profiles, and the operator authorizes each REST route per Task kind
-// (operator/internal/api/authz.go).
+// (operator/internal/rest/authz.go).
 
 package catalog
 

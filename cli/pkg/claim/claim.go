@@ -12,9 +12,10 @@
 //  3. Meanwhile the pod's cli sidecar asks the operator (cli/internal/cli/claim_wait.go): GET
 //     OperatorPath with a ServiceAccount token the kubelet projected for this pod alone
 //     (Audience), a long poll of up to MaxWait at a time.
-//  4. The operator answers it (the claim endpoint, operator/internal/api/claim.go): the API server
-//     reviews the token, which names its pod; once a Task has claimed that pod, the Answer (the
-//     Assignment and the Task's token) goes to it, and to no other pod.
+//  4. The operator answers it (the claim endpoint, operator/internal/rest/claim.go): the API server
+//     reviews the token, which names its pod; once a Task has claimed that pod
+//     (operator/internal/taskops/claim.go decides), the Answer (the Assignment and the Task's
+//     token) goes to it, and to no other pod.
 //  5. The cli keeps the token to itself, writes the Assignment (no secret in it) to File for the
 //     wrapper and the git gateway, and only then listens for MCP.
 //  6. The wrapper, waiting for that port, reads File (wrapper/internal/app/claim_assignment.go)

@@ -13,7 +13,7 @@
 //     reloads them when they change;
 //   - off (apiTLS.enabled false): plain HTTP.
 //
-// The server loads and reloads the pair in operator/internal/api/tls.go, loadAPITLS in
+// The server loads and reloads the pair in operator/internal/rest/tls.go, loadAPITLS in
 // operator/internal/manager/manager.go picks the mode, and each agent pod gets the CA as
 // TATARA_OPERATOR_CA_BUNDLE, which the cli alone trusts (cli/internal/backend, OperatorHTTPClient).
 package apicert

@@ -22,10 +22,10 @@
 //
 // Once terminal, the Task's Secret is deleted (deleteSecret, here) and nothing moves it again.
 //
-// The status has a second writer, the REST API (operator/internal/api: notes in notes.go, intents
-// and their activity entries through updateStatus in status.go). Both write under the API
-// server's optimistic lock (here, a merge patch carrying the resourceVersion; a conflict requeues
-// and recomputes from the newer Task), so neither overwrites the other
+// The status has a second writer, the REST API (its decisions in operator/internal/taskops: notes
+// in notes.go, intents and their activity entries through updateStatus in status.go). Both write
+// under the API server's optimistic lock (here, a merge patch carrying the resourceVersion; a
+// conflict requeues and recomputes from the newer Task), so neither overwrites the other
 // (test/integration/status_writers_test.go).
 package controller
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
+	"tatara.dev/operator/internal/egress/allowlist"
 )
 
 func projectWith(allow []string, repoURLs []string, modelURL string) *tatarav1.Project {
@@ -36,70 +37,70 @@ func TestPolicyCheck(t *testing.T) {
 	if len(errs) > 0 {
 		t.Fatalf("valid Project: %v", errs)
 	}
-	var pol Policy
+	var pol allowlist.Policy
 	pol.Set(list)
 	for _, c := range []struct {
 		host string
 		port int
-		want Reason
+		want allowlist.Reason
 	}{
 		// Entries: no port is 443 and 80; a port is that port alone.
-		{"registry.pkgs.example", 443, ReasonAllowed},
-		{"registry.pkgs.example", 80, ReasonAllowed},
-		{"registry.pkgs.example", 8443, ReasonNotAllowed},
-		{"files.files.example.org", 8443, ReasonAllowed},
-		{"files.files.example.org", 443, ReasonNotAllowed},
-		{"git.example", 2222, ReasonAllowed},
-		{"git.example", 443, ReasonNotAllowed},
+		{"registry.pkgs.example", 443, allowlist.ReasonAllowed},
+		{"registry.pkgs.example", 80, allowlist.ReasonAllowed},
+		{"registry.pkgs.example", 8443, allowlist.ReasonNotAllowed},
+		{"files.files.example.org", 8443, allowlist.ReasonAllowed},
+		{"files.files.example.org", 443, allowlist.ReasonNotAllowed},
+		{"git.example", 2222, allowlist.ReasonAllowed},
+		{"git.example", 443, allowlist.ReasonNotAllowed},
 		// Wildcards: subdomains at any depth, not the domain, not a look-alike.
-		{"a.pkgs.example", 443, ReasonAllowed},
-		{"a.b.c.pkgs.example", 443, ReasonAllowed},
-		{"pkgs.example", 443, ReasonNotAllowed},
-		{"evilpkgs.example", 443, ReasonNotAllowed},
-		{"pkgs.example.evil.example", 443, ReasonNotAllowed},
-		{"files.example.org", 8443, ReasonNotAllowed},
+		{"a.pkgs.example", 443, allowlist.ReasonAllowed},
+		{"a.b.c.pkgs.example", 443, allowlist.ReasonAllowed},
+		{"pkgs.example", 443, allowlist.ReasonNotAllowed},
+		{"evilpkgs.example", 443, allowlist.ReasonNotAllowed},
+		{"pkgs.example.evil.example", 443, allowlist.ReasonNotAllowed},
+		{"files.example.org", 8443, allowlist.ReasonNotAllowed},
 		// Case and trailing dots, on the request's side and the entry's.
-		{"REGISTRY.PKGS.EXAMPLE", 443, ReasonAllowed},
-		{"registry.pkgs.example.", 443, ReasonAllowed},
-		{"mirror.example.net", 443, ReasonAllowed},
-		{"registry.pkgs.example..", 443, ReasonBadRequest},
+		{"REGISTRY.PKGS.EXAMPLE", 443, allowlist.ReasonAllowed},
+		{"registry.pkgs.example.", 443, allowlist.ReasonAllowed},
+		{"mirror.example.net", 443, allowlist.ReasonAllowed},
+		{"registry.pkgs.example..", 443, allowlist.ReasonBadRequest},
 		// IDNs: a Unicode request host is matched in its xn-- form.
-		{"bücher.example", 443, ReasonAllowed},
-		{"BÜCHER.example", 443, ReasonAllowed},
-		{"shop.café.example", 443, ReasonAllowed},
-		{"xn--bcher-kva.example", 443, ReasonAllowed},
-		{"bucher.example", 443, ReasonNotAllowed},
+		{"bücher.example", 443, allowlist.ReasonAllowed},
+		{"BÜCHER.example", 443, allowlist.ReasonAllowed},
+		{"shop.café.example", 443, allowlist.ReasonAllowed},
+		{"xn--bcher-kva.example", 443, allowlist.ReasonAllowed},
+		{"bucher.example", 443, allowlist.ReasonNotAllowed},
 		// Addresses, in every spelling, whatever the list says.
-		{"127.0.0.1", 443, ReasonIPLiteral},
-		{"::1", 443, ReasonIPLiteral},
-		{"[::1]", 443, ReasonIPLiteral},
-		{"fe80::1%eth0", 443, ReasonIPLiteral},
-		{"[fe80::1%25eth0]", 443, ReasonIPLiteral},
-		{"::ffff:169.254.169.254", 80, ReasonIPLiteral},
-		{"127.1", 443, ReasonIPLiteral},
-		{"2130706433", 443, ReasonIPLiteral},
-		{"0x7f.0x0.0x0.0x1", 443, ReasonIPLiteral},
-		{"１２７.０.０.１", 443, ReasonIPLiteral}, // fullwidth digits and dots
-		{"registry.pkgs.example.1", 443, ReasonIPLiteral},
+		{"127.0.0.1", 443, allowlist.ReasonIPLiteral},
+		{"::1", 443, allowlist.ReasonIPLiteral},
+		{"[::1]", 443, allowlist.ReasonIPLiteral},
+		{"fe80::1%eth0", 443, allowlist.ReasonIPLiteral},
+		{"[fe80::1%25eth0]", 443, allowlist.ReasonIPLiteral},
+		{"::ffff:169.254.169.254", 80, allowlist.ReasonIPLiteral},
+		{"127.1", 443, allowlist.ReasonIPLiteral},
+		{"2130706433", 443, allowlist.ReasonIPLiteral},
+		{"0x7f.0x0.0x0.0x1", 443, allowlist.ReasonIPLiteral},
+		{"１２７.０.０.１", 443, allowlist.ReasonIPLiteral}, // fullwidth digits and dots
+		{"registry.pkgs.example.1", 443, allowlist.ReasonIPLiteral},
 		// No host name at all.
-		{"", 443, ReasonBadRequest},
-		{"[evil.example]", 443, ReasonBadRequest},
-		{"a b.example", 443, ReasonBadRequest},
-		{"evil.example/x", 443, ReasonBadRequest},
-		{strings.Repeat("a.", 130) + "example", 443, ReasonBadRequest},
+		{"", 443, allowlist.ReasonBadRequest},
+		{"[evil.example]", 443, allowlist.ReasonBadRequest},
+		{"a b.example", 443, allowlist.ReasonBadRequest},
+		{"evil.example/x", 443, allowlist.ReasonBadRequest},
+		{strings.Repeat("a.", 130) + "example", 443, allowlist.ReasonBadRequest},
 		// Repo hosts at their scheme's port (or the URL's), and the model's host.
-		{"github.com", 443, ReasonAllowed},
-		{"github.com", 80, ReasonNotAllowed},
-		{"plain.example", 80, ReasonAllowed},
-		{"plain.example", 443, ReasonNotAllowed},
-		{"ssh.example", 2200, ReasonAllowed},
-		{"ssh.example", 22, ReasonNotAllowed},
-		{"gitlab.example", 22, ReasonAllowed},
-		{"bitbucket.example", 22, ReasonAllowed},
-		{"code.example", 8443, ReasonAllowed},
-		{"api.anthropic.com", 443, ReasonAllowed},
-		{"api.anthropic.com", 80, ReasonNotAllowed},
-		{"anthropic.com", 443, ReasonNotAllowed},
+		{"github.com", 443, allowlist.ReasonAllowed},
+		{"github.com", 80, allowlist.ReasonNotAllowed},
+		{"plain.example", 80, allowlist.ReasonAllowed},
+		{"plain.example", 443, allowlist.ReasonNotAllowed},
+		{"ssh.example", 2200, allowlist.ReasonAllowed},
+		{"ssh.example", 22, allowlist.ReasonNotAllowed},
+		{"gitlab.example", 22, allowlist.ReasonAllowed},
+		{"bitbucket.example", 22, allowlist.ReasonAllowed},
+		{"code.example", 8443, allowlist.ReasonAllowed},
+		{"api.anthropic.com", 443, allowlist.ReasonAllowed},
+		{"api.anthropic.com", 80, allowlist.ReasonNotAllowed},
+		{"anthropic.com", 443, allowlist.ReasonNotAllowed},
 	} {
 		if _, got := pol.Check(c.host, c.port); got != c.want {
 			t.Errorf("Check(%q, %d) = %s, want %s", c.host, c.port, got, c.want)
@@ -110,21 +111,21 @@ func TestPolicyCheck(t *testing.T) {
 // TestPolicyRefusesEverythingBeforeTheProject: a proxy that has not read its Project refuses
 // every host, even one any Project would allow.
 func TestPolicyRefusesEverythingBeforeTheProject(t *testing.T) {
-	var pol Policy
+	var pol allowlist.Policy
 	if pol.Ready() {
 		t.Fatal("a Policy without a Project is ready")
 	}
-	if _, got := pol.Check("github.com", 443); got != ReasonNoProject {
-		t.Errorf("before the Project: %s, want %s", got, ReasonNoProject)
+	if _, got := pol.Check("github.com", 443); got != allowlist.ReasonNoProject {
+		t.Errorf("before the Project: %s, want %s", got, allowlist.ReasonNoProject)
 	}
 	list, _ := NewAllowList(projectWith(nil, []string{"https://github.com/a/b"}, ""))
 	pol.Set(list)
-	if _, got := pol.Check("github.com", 443); got != ReasonAllowed {
-		t.Errorf("after the Project: %s, want %s", got, ReasonAllowed)
+	if _, got := pol.Check("github.com", 443); got != allowlist.ReasonAllowed {
+		t.Errorf("after the Project: %s, want %s", got, allowlist.ReasonAllowed)
 	}
 	pol.Set(nil)
-	if _, got := pol.Check("github.com", 443); got != ReasonNoProject {
-		t.Errorf("after the Project was deleted: %s, want %s", got, ReasonNoProject)
+	if _, got := pol.Check("github.com", 443); got != allowlist.ReasonNoProject {
+		t.Errorf("after the Project was deleted: %s, want %s", got, allowlist.ReasonNoProject)
 	}
 }
 
@@ -158,10 +159,10 @@ func TestInvalidEntriesAreReportedNotSkipped(t *testing.T) {
 	if !strings.Contains(joined, "spec.agent.model.baseURL") {
 		t.Errorf("no error names the model's address URL: %s", joined)
 	}
-	var pol Policy
+	var pol allowlist.Policy
 	pol.Set(list)
 	for _, host := range []string{"good.example", "github.com"} {
-		if _, got := pol.Check(host, 443); got != ReasonAllowed {
+		if _, got := pol.Check(host, 443); got != allowlist.ReasonAllowed {
 			t.Errorf("%s next to invalid entries: %s, want allowed", host, got)
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/netip"
 	"time"
+
+	"tatara.dev/operator/internal/egress/allowlist"
 )
 
 // Resolver is what the dialer asks for a name's addresses; *net.Resolver is one.
@@ -21,7 +23,7 @@ const DefaultDialTimeout = 10 * time.Second
 // address is a name someone pointed inside), and dials the checked address itself, never the
 // name again, so that a second answer from DNS (rebinding) cannot swap the address.
 type Dialer struct {
-	Policy   *Policy
+	Policy   *allowlist.Policy
 	Resolver Resolver
 	// Forbidden are the addresses no allowed name may resolve to: ForbiddenPrefixes in
 	// production; tests permit loopback.
@@ -35,7 +37,7 @@ type Dialer struct {
 // (empty when rawHost is none).
 func (d *Dialer) Dial(ctx context.Context, rawHost string, port int) (conn net.Conn, host string, err error) {
 	host, reason := d.Policy.Check(rawHost, port)
-	if reason != ReasonAllowed {
+	if reason != allowlist.ReasonAllowed {
 		shown := host
 		if shown == "" {
 			shown = rawHost
@@ -52,11 +54,11 @@ func (d *Dialer) Dial(ctx context.Context, rawHost string, port int) (conn net.C
 	// <name>.<namespace>.svc.cluster.local and the like, slower and answerable in the cluster.
 	addrs, err := d.Resolver.LookupNetIP(ctx, "ip", host+".")
 	if err != nil || len(addrs) == 0 {
-		return nil, host, refuse(host, port, ReasonResolveFailed)
+		return nil, host, refuse(host, port, allowlist.ReasonResolveFailed)
 	}
 	for _, a := range addrs {
-		if forbidden(a, d.Forbidden) {
-			return nil, host, refuse(host, port, ReasonPrivateAddress)
+		if allowlist.Forbidden(a, d.Forbidden) {
+			return nil, host, refuse(host, port, allowlist.ReasonPrivateAddress)
 		}
 	}
 	// The addresses in the resolver's order, each once; the first that answers wins.
@@ -78,6 +80,6 @@ func splitTarget(target string) (host string, port int, ok bool) {
 	if err != nil || h == "" {
 		return "", 0, false
 	}
-	port, ok = parsePort(p)
+	port, ok = allowlist.ParsePort(p)
 	return h, port, ok
 }

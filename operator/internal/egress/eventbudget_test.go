@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"tatara.dev/operator/internal/egress/allowlist"
 )
 
 // TestEventBudget: one Task's flood of refusals writes a burst of Events and then one a minute,
@@ -55,7 +57,7 @@ func TestEventsPastTheBudgetAreCountedNotWritten(t *testing.T) {
 		identify: fakeIdentities{localhost: agentA}, events: h.events, budget: newEventBudget()}
 	const tries = 50
 	for i := range tries {
-		r.denied(context.Background(), localhost, refuse(fmt.Sprintf("h%d.test", i), 443, ReasonNotAllowed))
+		r.denied(context.Background(), localhost, refuse(fmt.Sprintf("h%d.test", i), 443, allowlist.ReasonNotAllowed))
 	}
 	if n := len(h.events.all()); n != taskEventBurst {
 		t.Errorf("%d Events, want %d", n, taskEventBurst)
@@ -63,13 +65,13 @@ func TestEventsPastTheBudgetAreCountedNotWritten(t *testing.T) {
 	if n := testutil.ToFloat64(h.metrics.EventsSuppressed); n != tries-taskEventBurst {
 		t.Errorf("events_suppressed_total = %v, want %d", n, tries-taskEventBurst)
 	}
-	if n := requests(h, DecisionDenied, ReasonNotAllowed); n != tries {
+	if n := requests(h, DecisionDenied, allowlist.ReasonNotAllowed); n != tries {
 		t.Errorf("requests_total{denied,not_allowed} = %v, want %d", n, tries)
 	}
 	// A pool pod (no Task) and an unknown source: counted, no Event.
 	r.identify = fakeIdentities{localhost: {Pod: "pool-pod"}}
-	r.denied(context.Background(), localhost, refuse("x.test", 443, ReasonNotAllowed))
-	r.denied(context.Background(), netip.MustParseAddr("127.0.0.9"), refuse("x.test", 443, ReasonNotAllowed))
+	r.denied(context.Background(), localhost, refuse("x.test", 443, allowlist.ReasonNotAllowed))
+	r.denied(context.Background(), netip.MustParseAddr("127.0.0.9"), refuse("x.test", 443, allowlist.ReasonNotAllowed))
 	if n := len(h.events.all()); n != taskEventBurst {
 		t.Errorf("refusals without a Task wrote Events: %d", n-taskEventBurst)
 	}

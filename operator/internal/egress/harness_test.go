@@ -18,6 +18,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"tatara.dev/operator/internal/egress/allowlist"
 )
 
 // mapResolver resolves the names it holds (asked rooted, with a trailing dot) and no others.
@@ -34,7 +36,7 @@ func (m mapResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Add
 // this test's servers; ::1 and everything else stay forbidden.
 func loopbackPermitted() []netip.Prefix {
 	var out []netip.Prefix
-	for _, p := range ForbiddenPrefixes() {
+	for _, p := range allowlist.ForbiddenPrefixes() {
 		if !p.Contains(netip.MustParseAddr("127.0.0.1")) {
 			out = append(out, p)
 		}
@@ -139,13 +141,13 @@ func startProxy(t testing.TB, cfg Config) *harness {
 }
 
 // policyFor is a Policy holding allow (and nothing from repos or a model).
-func policyFor(t testing.TB, allow ...string) *Policy {
+func policyFor(t testing.TB, allow ...string) *allowlist.Policy {
 	t.Helper()
 	list, errs := NewAllowList(projectWith(allow, nil, ""))
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	p := &Policy{}
+	p := &allowlist.Policy{}
 	p.Set(list)
 	return p
 }

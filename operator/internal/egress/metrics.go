@@ -1,6 +1,10 @@
 package egress
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"tatara.dev/operator/internal/egress/allowlist"
+)
 
 // Decisions of tatara_egress_proxy_requests_total.
 const (
@@ -54,9 +58,9 @@ func NewMetrics(reg prometheus.Registerer, project string) *Metrics {
 			Help: "Entries of the Project's egress allow-list, repo URLs and model URL left off the allow-list as invalid.",
 		}),
 	}
-	for _, r := range Reasons {
+	for _, r := range allowlist.Reasons {
 		d := DecisionDenied
-		if r == ReasonAllowed {
+		if r == allowlist.ReasonAllowed {
 			d = DecisionAllowed
 		}
 		m.Requests.WithLabelValues(d, string(r))

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
+	"tatara.dev/operator/internal/egress/allowlist"
 )
 
 // ProjectReconciler keeps the Policy in step with the watched Project: the allow-list is rebuilt
@@ -19,7 +20,7 @@ import (
 type ProjectReconciler struct {
 	Client  client.Reader
 	Project types.NamespacedName
-	Policy  *Policy
+	Policy  *allowlist.Policy
 	Metrics *Metrics
 	Log     *slog.Logger
 }

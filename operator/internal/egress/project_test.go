@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"tatara.dev/operator/internal/egress/allowlist"
 )
 
 // TestProjectReconciler: the allow-list follows the Project: read when it appears, rebuilt when
@@ -22,7 +24,7 @@ func TestProjectReconciler(t *testing.T) {
 	p.Namespace = "ns"
 	c := fake.NewClientBuilder().WithScheme(scheme).Build()
 	m := NewMetrics(prometheusRegistry(), "demo")
-	r := &ProjectReconciler{Client: c, Project: types.NamespacedName{Namespace: "ns", Name: "demo"}, Policy: &Policy{},
+	r := &ProjectReconciler{Client: c, Project: types.NamespacedName{Namespace: "ns", Name: "demo"}, Policy: &allowlist.Policy{},
 		Metrics: m, Log: discardLog()}
 	ctx := context.Background()
 	reconcile := func() {
@@ -31,7 +33,7 @@ func TestProjectReconciler(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	check := func(host string, want Reason) {
+	check := func(host string, want allowlist.Reason) {
 		t.Helper()
 		if _, got := r.Policy.Check(host, 443); got != want {
 			t.Errorf("%s: %s, want %s", host, got, want)
@@ -39,21 +41,21 @@ func TestProjectReconciler(t *testing.T) {
 	}
 
 	reconcile()
-	check("one.example", ReasonNoProject)
+	check("one.example", allowlist.ReasonNoProject)
 	if err := c.Create(ctx, p); err != nil {
 		t.Fatal(err)
 	}
 	reconcile()
-	check("one.example", ReasonAllowed)
-	check("two.example", ReasonNotAllowed)
+	check("one.example", allowlist.ReasonAllowed)
+	check("two.example", allowlist.ReasonNotAllowed)
 
 	p.Spec.Egress.Allow = []string{"two.example", "10.0.0.1", "bad_entry.example"}
 	if err := c.Update(ctx, p); err != nil {
 		t.Fatal(err)
 	}
 	reconcile()
-	check("one.example", ReasonNotAllowed)
-	check("two.example", ReasonAllowed)
+	check("one.example", allowlist.ReasonNotAllowed)
+	check("two.example", allowlist.ReasonAllowed)
 	if n := testutil.ToFloat64(m.InvalidAllowEntries); n != 2 {
 		t.Errorf("invalid_allow_entries = %v, want 2", n)
 	}
@@ -62,5 +64,5 @@ func TestProjectReconciler(t *testing.T) {
 		t.Fatal(err)
 	}
 	reconcile()
-	check("two.example", ReasonNoProject)
+	check("two.example", allowlist.ReasonNoProject)
 }

@@ -6,29 +6,30 @@ import (
 	"strings"
 
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
+	"tatara.dev/operator/internal/egress/allowlist"
 )
 
 // NewAllowList is the Project's allow-list: spec.egress.allow, the host and port of every
 // spec.repos[].url, and those of spec.agent.model.baseURL, so that the repositories and the model
 // need no second list kept in step. An entry or URL that cannot be added is left out and returned
 // as an error naming it: the caller logs and counts them (an entry is never skipped silently).
-func NewAllowList(p *tatarav1.Project) (*AllowList, []error) {
-	l := newAllowList()
+func NewAllowList(p *tatarav1.Project) (*allowlist.AllowList, []error) {
+	l := allowlist.New()
 	var errs []error
 	if e := p.Spec.Egress; e != nil {
 		for i, entry := range e.Allow {
-			if err := l.addEntry(entry); err != nil {
+			if err := l.AddEntry(entry); err != nil {
 				errs = append(errs, fmt.Errorf("spec.egress.allow[%d] %q: %w", i, entry, err))
 			}
 		}
 	}
 	for i, r := range p.Spec.Repos {
-		if err := l.addURL(r.URL, repoHostPort); err != nil {
+		if err := addURL(l, r.URL, repoHostPort); err != nil {
 			errs = append(errs, fmt.Errorf("spec.repos[%d].url %q: %w", i, r.URL, err))
 		}
 	}
 	if m := p.Spec.Agent.Model; m != nil && m.BaseURL != "" {
-		if err := l.addURL(m.BaseURL, httpHostPort); err != nil {
+		if err := addURL(l, m.BaseURL, httpHostPort); err != nil {
 			errs = append(errs, fmt.Errorf("spec.agent.model.baseURL %q: %w", m.BaseURL, err))
 		}
 	}
@@ -36,21 +37,12 @@ func NewAllowList(p *tatarav1.Project) (*AllowList, []error) {
 }
 
 // addURL adds the one host and port of a URL, split by hostPortOf.
-func (l *AllowList) addURL(raw string, hostPortOf func(string) (string, int, error)) error {
+func addURL(l *allowlist.AllowList, raw string, hostPortOf func(string) (string, int, error)) error {
 	host, port, err := hostPortOf(raw)
 	if err != nil {
 		return err
 	}
-	h, reason := canonicalHost(host)
-	switch reason {
-	case "":
-	case ReasonIPLiteral:
-		return fmt.Errorf("its host is an address: the proxy refuses connections to addresses")
-	default:
-		return fmt.Errorf("its host %q is not a host name", host)
-	}
-	l.exact[hostPort{h, port}] = true
-	return nil
+	return l.AddHost(host, port)
 }
 
 // repoHostPort is the host and port a clone URL connects to: https://, http:// and ssh:// URLs
@@ -100,7 +92,7 @@ func urlHostPort(u *url.URL, defaultPort int) (string, int, error) {
 	if u.Port() == "" {
 		return u.Hostname(), defaultPort, nil
 	}
-	p, ok := parsePort(u.Port())
+	p, ok := allowlist.ParsePort(u.Port())
 	if !ok {
 		return "", 0, fmt.Errorf("port %q is not 1 to 65535", u.Port())
 	}

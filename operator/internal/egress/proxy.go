@@ -24,16 +24,18 @@ import (
 
 	"github.com/elazarl/goproxy"
 	"k8s.io/client-go/tools/events"
+
+	"tatara.dev/operator/internal/egress/allowlist"
 )
 
 // Config configures a Proxy.
 type Config struct {
 	Project, Namespace string
 	// Policy holds the Project's allow-list (kept up to date by ProjectReconciler).
-	Policy *Policy
+	Policy *allowlist.Policy
 	// Resolver resolves allowed names; nil is net.DefaultResolver.
 	Resolver Resolver
-	// Forbidden are the addresses no allowed name may resolve to; nil is ForbiddenPrefixes().
+	// Forbidden are the addresses no allowed name may resolve to; nil is allowlist.ForbiddenPrefixes().
 	// Tests permit loopback here.
 	Forbidden []netip.Prefix
 	// Identify maps a source address to its agent pod and Task; nil identifies no one.
@@ -61,7 +63,7 @@ func New(cfg Config) *Proxy {
 		cfg.Resolver = net.DefaultResolver
 	}
 	if cfg.Forbidden == nil {
-		cfg.Forbidden = ForbiddenPrefixes()
+		cfg.Forbidden = allowlist.ForbiddenPrefixes()
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
@@ -112,7 +114,7 @@ func (p *Proxy) dial(ctx context.Context, addr string) (net.Conn, error) {
 	}
 	rawHost, port, ok := splitTarget(addr)
 	if !ok {
-		ref := refuse(addr, 0, ReasonBadRequest)
+		ref := refuse(addr, 0, allowlist.ReasonBadRequest)
 		p.rep.denied(ctx, src, ref)
 		return nil, ref
 	}
@@ -138,7 +140,7 @@ func (p *Proxy) dial(ctx context.Context, addr string) (net.Conn, error) {
 func (p *Proxy) onConnect(target string, ctx *goproxy.ProxyCtx) (*goproxy.ConnectAction, string) {
 	if _, _, ok := splitTarget(target); !ok {
 		host, port := hostAndPort(target, 0)
-		ref := refuse(host, port, ReasonBadRequest)
+		ref := refuse(host, port, allowlist.ReasonBadRequest)
 		p.rep.denied(ctx.Req.Context(), sourceOf(ctx.Req), ref)
 		ctx.Resp = refusal(ctx.Req, ref) //nolint:bodyclose // goproxy writes it to the client and closes it
 		return &goproxy.ConnectAction{Action: goproxy.ConnectReject}, target
@@ -171,7 +173,7 @@ func (p *Proxy) connectFailed(w io.Writer, ctx *goproxy.ProxyCtx, err error) {
 func (p *Proxy) onRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.Request, *http.Response) {
 	host, port := hostAndPort(req.URL.Host, 80)
 	if req.URL.Scheme != "http" || port == 0 || !strings.EqualFold(req.Host, req.URL.Host) {
-		ref := refuse(host, port, ReasonBadRequest)
+		ref := refuse(host, port, allowlist.ReasonBadRequest)
 		p.rep.denied(req.Context(), sourceOf(req), ref)
 		return req, refusal(req, ref)
 	}
@@ -197,7 +199,7 @@ func (p *Proxy) onResponse(resp *http.Response, ctx *goproxy.ProxyCtx) *http.Res
 // notProxyRequest refuses a request that is not for the proxy (a path, not an absolute URL).
 func (p *Proxy) notProxyRequest(w http.ResponseWriter, req *http.Request) {
 	host, port := hostAndPort(req.Host, 80)
-	ref := refuse(host, port, ReasonBadRequest)
+	ref := refuse(host, port, allowlist.ReasonBadRequest)
 	p.rep.denied(req.Context(), sourceOf(req), ref)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set(BlockedHeader, BlockedValue)
@@ -235,7 +237,7 @@ func hostAndPort(hostport string, def int) (string, int) {
 	if err != nil {
 		return strings.TrimSuffix(strings.TrimPrefix(hostport, "["), "]"), def
 	}
-	port, _ := parsePort(p)
+	port, _ := allowlist.ParsePort(p)
 	return h, port
 }
 

@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
+	"tatara.dev/operator/internal/egress/allowlist"
 )
 
 var localhost = netip.MustParseAddr("127.0.0.1")
@@ -79,7 +80,7 @@ func get(t *testing.T, c *http.Client, u string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-func requests(h *harness, decision string, r Reason) float64 {
+func requests(h *harness, decision string, r allowlist.Reason) float64 {
 	return testutil.ToFloat64(h.metrics.Requests.WithLabelValues(decision, string(r)))
 }
 
@@ -100,7 +101,7 @@ func TestAllowedNameIsProxied(t *testing.T) {
 	if code, body := get(t, c, fmt.Sprintf("http://allowed.test:%d/", plainUp.port)); code != 200 || !strings.HasPrefix(body, "hello") {
 		t.Errorf("plain HTTP: %d %q", code, body)
 	}
-	if n := requests(h, DecisionAllowed, ReasonAllowed); n != 2 {
+	if n := requests(h, DecisionAllowed, allowlist.ReasonAllowed); n != 2 {
 		t.Errorf("requests_total{decision=allowed} = %v, want 2", n)
 	}
 	lines := h.logs.lines(t, "egress allowed")
@@ -125,11 +126,11 @@ func TestRefusalIsVisible(t *testing.T) {
 		Policy: policyFor(t, "allowed.test"), Resolver: mapResolver{"allowed.test": {localhost}, "evil.test": {localhost}},
 		Forbidden: loopbackPermitted(), Identify: fakeIdentities{localhost: agentA},
 	})
-	assertBlocked(t, send(t, h.addr, "", connectRequest("evil.test:443")), "evil.test:443", ReasonNotAllowed)
+	assertBlocked(t, send(t, h.addr, "", connectRequest("evil.test:443")), "evil.test:443", allowlist.ReasonNotAllowed)
 	assertBlocked(t, send(t, h.addr, "", "GET http://EVIL.test./x HTTP/1.1\r\nHost: EVIL.test.\r\n\r\n"), "evil.test:80",
-		ReasonNotAllowed)
+		allowlist.ReasonNotAllowed)
 
-	if n := requests(h, DecisionDenied, ReasonNotAllowed); n != 2 {
+	if n := requests(h, DecisionDenied, allowlist.ReasonNotAllowed); n != 2 {
 		t.Errorf("requests_total{decision=denied,reason=not_allowed} = %v, want 2", n)
 	}
 	lines := h.logs.lines(t, "egress blocked")
@@ -170,7 +171,7 @@ func TestRefusalIsVisible(t *testing.T) {
 	}
 }
 
-func assertBlocked(t *testing.T, r reply, target string, reason Reason) {
+func assertBlocked(t *testing.T, r reply, target string, reason allowlist.Reason) {
 	t.Helper()
 	want := "tatara egress proxy: blocked: " + target + " (" + string(reason) + ")\n"
 	if r.code != http.StatusForbidden || r.body != want {
@@ -192,30 +193,30 @@ func TestAddressesAreRefused(t *testing.T) {
 	resolver := mapResolver{"allowed.test": {localhost}, "rebind.test": {localhost, netip.MustParseAddr("::ffff:10.0.0.1")}}
 	testPermitted := Config{Policy: policyFor(t, allowed...), Resolver: resolver, Forbidden: loopbackPermitted()}
 	production := Config{Policy: policyFor(t, allowed...), Resolver: resolver} // Forbidden nil: ForbiddenPrefixes
-	noProject := Config{Policy: &Policy{}, Resolver: resolver, Forbidden: loopbackPermitted()}
+	noProject := Config{Policy: &allowlist.Policy{}, Resolver: resolver, Forbidden: loopbackPermitted()}
 	for _, c := range []struct {
 		name   string
 		cfg    Config
 		raw    string
 		target string
-		reason Reason
+		reason allowlist.Reason
 	}{
-		{"IPv4 literal", testPermitted, connectRequest("127.0.0.1:" + port), "127.0.0.1:" + port, ReasonIPLiteral},
-		{"IPv6 literal", testPermitted, connectRequest("[::1]:" + port), "[::1]:" + port, ReasonIPLiteral},
-		{"short IPv4 literal", testPermitted, connectRequest("127.1:" + port), "127.1:" + port, ReasonIPLiteral},
+		{"IPv4 literal", testPermitted, connectRequest("127.0.0.1:" + port), "127.0.0.1:" + port, allowlist.ReasonIPLiteral},
+		{"IPv6 literal", testPermitted, connectRequest("[::1]:" + port), "[::1]:" + port, allowlist.ReasonIPLiteral},
+		{"short IPv4 literal", testPermitted, connectRequest("127.1:" + port), "127.1:" + port, allowlist.ReasonIPLiteral},
 		{"plain HTTP to an address", testPermitted, "GET http://127.0.0.1:" + port + "/ HTTP/1.1\r\nHost: 127.0.0.1:" + port + "\r\n\r\n",
-			"127.0.0.1:" + port, ReasonIPLiteral},
+			"127.0.0.1:" + port, allowlist.ReasonIPLiteral},
 		{"allowed name on loopback, production set", production, connectRequest("allowed.test:" + port),
-			"allowed.test:" + port, ReasonPrivateAddress},
+			"allowed.test:" + port, allowlist.ReasonPrivateAddress},
 		{"one private address among permitted ones", testPermitted, connectRequest("rebind.test:" + port),
-			"rebind.test:" + port, ReasonPrivateAddress},
+			"rebind.test:" + port, allowlist.ReasonPrivateAddress},
 		{"allowed name that does not resolve", testPermitted, connectRequest("nxdomain.test:" + port),
-			"nxdomain.test:" + port, ReasonResolveFailed},
-		{"CONNECT without a port", testPermitted, connectRequest("allowed.test"), "allowed.test:0", ReasonBadRequest},
+			"nxdomain.test:" + port, allowlist.ReasonResolveFailed},
+		{"CONNECT without a port", testPermitted, connectRequest("allowed.test"), "allowed.test:0", allowlist.ReasonBadRequest},
 		{"https URL in plain HTTP", testPermitted, "GET https://allowed.test:" + port + "/ HTTP/1.1\r\nHost: allowed.test:" + port + "\r\n\r\n",
-			"allowed.test:" + port, ReasonBadRequest},
-		{"not a proxy request", testPermitted, "GET / HTTP/1.1\r\nHost: allowed.test\r\n\r\n", "allowed.test:80", ReasonBadRequest},
-		{"before the Project is read", noProject, connectRequest("allowed.test:" + port), "allowed.test:" + port, ReasonNoProject},
+			"allowed.test:" + port, allowlist.ReasonBadRequest},
+		{"not a proxy request", testPermitted, "GET / HTTP/1.1\r\nHost: allowed.test\r\n\r\n", "allowed.test:80", allowlist.ReasonBadRequest},
+		{"before the Project is read", noProject, connectRequest("allowed.test:" + port), "allowed.test:" + port, allowlist.ReasonNoProject},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before := up.conns.Load()
@@ -224,7 +225,7 @@ func TestAddressesAreRefused(t *testing.T) {
 			if n := requests(h, DecisionDenied, c.reason); n != 1 {
 				t.Errorf("requests_total{decision=denied,reason=%s} = %v, want 1", c.reason, n)
 			}
-			if n := requests(h, DecisionAllowed, ReasonAllowed); n != 0 {
+			if n := requests(h, DecisionAllowed, allowlist.ReasonAllowed); n != 0 {
 				t.Errorf("requests_total{decision=allowed} = %v, want 0", n)
 			}
 			if n := up.conns.Load() - before; n != 0 {
@@ -281,9 +282,9 @@ func TestRequestHeaderIsBounded(t *testing.T) {
 	if _, err := io.Copy(io.Discard, slow); err != nil {
 		t.Errorf("a header that never ends: %v, want the proxy to close the connection", err)
 	}
-	for _, r := range Reasons {
+	for _, r := range allowlist.Reasons {
 		d := DecisionDenied
-		if r == ReasonAllowed {
+		if r == allowlist.ReasonAllowed {
 			d = DecisionAllowed
 		}
 		if n := requests(h, d, r); n != 0 {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
+	"tatara.dev/operator/internal/egress/allowlist"
 )
 
 // EventReason is the reason of the Warning Event the proxy records on a Task whose agent it
@@ -54,7 +55,7 @@ func (r *reporter) attrs(id Identity, src netip.Addr, host string, port int) []a
 }
 
 func (r *reporter) allowed(ctx context.Context, src netip.Addr, host string, port int) {
-	r.metrics.Requests.WithLabelValues(DecisionAllowed, string(ReasonAllowed)).Inc()
+	r.metrics.Requests.WithLabelValues(DecisionAllowed, string(allowlist.ReasonAllowed)).Inc()
 	r.log.InfoContext(ctx, "egress allowed", r.attrs(r.who(ctx, src), src, host, port)...)
 }
 
@@ -67,7 +68,7 @@ func (r *reporter) denied(ctx context.Context, src netip.Addr, ref *Refusal) {
 	r.metrics.Requests.WithLabelValues(DecisionDenied, string(ref.Reason)).Inc()
 	id := r.who(ctx, src)
 	attrs := append(r.attrs(id, src, ref.Host, ref.Port), "reason", string(ref.Reason))
-	if ref.Reason == ReasonNoProject {
+	if ref.Reason == allowlist.ReasonNoProject {
 		attrs = append(attrs, "detail", "the proxy has not seen Project "+r.project+" (yet, or any more): everything is refused until it does")
 	}
 	r.log.WarnContext(ctx, "egress blocked", attrs...)

@@ -27,6 +27,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
+	"tatara.dev/operator/internal/egress/allowlist"
 )
 
 // reporterName is the Events' reporting controller.
@@ -65,7 +66,7 @@ func run(ctx context.Context, f flags, log *slog.Logger) error {
 		return fmt.Errorf("failed to index agent pods by address: %w", err)
 	}
 	m := NewMetrics(ctrlmetrics.Registry, f.project)
-	policy := &Policy{}
+	policy := &allowlist.Policy{}
 	pr := &ProjectReconciler{Client: mgr.GetClient(), Project: types.NamespacedName{Namespace: f.namespace, Name: f.project},
 		Policy: policy, Metrics: m, Log: log}
 	if err := pr.SetupWithManager(mgr); err != nil {
@@ -75,7 +76,7 @@ func run(ctx context.Context, f flags, log *slog.Logger) error {
 		Project: f.project, Namespace: f.namespace, Policy: policy,
 		Identify: &PodIdentities{Reader: mgr.GetCache(), Namespace: f.namespace, Project: f.project},
 		Events:   mgr.GetEventRecorder(reporterName), Metrics: m, Log: log, Limits: f.limits,
-		Forbidden: append(ForbiddenPrefixes(), f.denied...),
+		Forbidden: append(allowlist.ForbiddenPrefixes(), f.denied...),
 	})
 	// Listening before the manager starts makes a taken port fail the command at once.
 	ln, err := net.Listen("tcp", f.listen)

@@ -4,7 +4,7 @@
 //
 // Rollouts and leader failover: how agents' calls stay answered while operator pods come and go.
 // This file owns the operator's side; the parts and where each lives:
-//   - every replica serves the REST API (apiRunnable and api.Server need no leader); only the
+//   - every replica serves the REST API (apiRunnable and rest.Server need no leader); only the
 //     leader reconciles, and it hands its Lease over on a graceful stop
 //     (LeaderElectionReleaseOnCancel, here);
 //   - a replica is Ready once its API listens and its caches are synced (the readyz checks, here);
@@ -14,7 +14,8 @@
 //   - the cli retries a call the operator did not take, and GETs and keyed calls after a lost
 //     connection or a 502/503/504 (cli/internal/backend/backend.go);
 //   - a retried creating call has one effect on whichever replica it lands: its Idempotency-Key is
-//     stored with what it created (operator/internal/api/idempotency.go).
+//     stored with what it created (the header in operator/internal/rest/idempotency.go, the key
+//     kept by operator/internal/taskops).
 //
 // docs/packaging.md ("Operator upgrades while Tasks run") has the figures; e2e/suite/rollout_test.go
 // (TestOperatorRollouts, TestLeaderFailover) proves 0 failed calls.
@@ -38,7 +39,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
+	restclient "k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -50,11 +51,11 @@ import (
 
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 	"tatara.dev/operator/internal/agent"
-	"tatara.dev/operator/internal/api"
 	"tatara.dev/operator/internal/apicert"
 	"tatara.dev/operator/internal/controller"
 	"tatara.dev/operator/internal/index"
 	"tatara.dev/operator/internal/metrics"
+	"tatara.dev/operator/internal/rest"
 )
 
 // Name is the operator's name: event reporter, leader-election lease and managed-by label.
@@ -89,9 +90,9 @@ type Options struct {
 	// MaxBodyBytes bounds REST request bodies.
 	MaxBodyBytes int64
 	// APIRateLimit bounds each Task's REST requests (429 above); the zero value is no limit.
-	APIRateLimit api.RateLimit
+	APIRateLimit rest.RateLimit
 	// APISourceRateLimit bounds each source address's REST requests before authentication.
-	APISourceRateLimit api.RateLimit
+	APISourceRateLimit rest.RateLimit
 	// Registerer receives the operator's metrics; nil means controller-runtime's registry,
 	// which /metrics serves.
 	Registerer prometheus.Registerer
@@ -112,7 +113,7 @@ type Options struct {
 type Operator struct {
 	ctrl.Manager
 	Metrics *metrics.Metrics
-	API     *api.Server
+	API     *rest.Server
 }
 
 // Scheme returns the scheme with the core and Tatara types.
@@ -128,7 +129,7 @@ func Scheme() (*runtime.Scheme, error) {
 }
 
 // New builds the operator on cfg.
-func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error) {
+func New(ctx context.Context, cfg *restclient.Config, opts Options) (*Operator, error) {
 	if opts.Controller.RuntimeNamespace == "" {
 		return nil, fmt.Errorf("failed to configure operator: the runtime ConfigMap namespace is empty")
 	}
@@ -201,7 +202,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 		return nil, fmt.Errorf("failed to set up warm pool controller: %w", err)
 	}
 
-	apiOpts := api.Options{
+	apiOpts := rest.Options{
 		Addr: opts.APIAddr, Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: rec,
 		Metrics: m, Log: opts.Log.With("component", "api"), MaxBodyBytes: opts.MaxBodyBytes,
 		RateLimit: opts.APIRateLimit, SourceRateLimit: opts.APISourceRateLimit,
@@ -215,7 +216,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (*Operator, error)
 			return nil, fmt.Errorf("failed to add the REST API's certificate watcher: %w", err)
 		}
 	}
-	srv := api.New(apiOpts)
+	srv := rest.New(apiOpts)
 	var runnable interface {
 		Start(context.Context) error
 	} = srv
@@ -255,7 +256,7 @@ func cacheSynced(c cache.Cache) healthz.Checker {
 // loadAPITLS loads the REST API's certificate from the mounted Secret directory, or issues the
 // operator's own into its Secret (nil when TLS is off). The URL agent pods get must then be https:
 // over http the cli would send its Task token to a TLS port in clear, and fail on every call.
-func loadAPITLS(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, opts Options) (*api.TLS, error) {
+func loadAPITLS(ctx context.Context, cfg *restclient.Config, scheme *runtime.Scheme, opts Options) (*rest.TLS, error) {
 	dir, secret := opts.APITLSCertDir, opts.APITLSSecret
 	if dir == "" && secret.Name == "" {
 		return nil, nil
@@ -268,7 +269,7 @@ func loadAPITLS(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, o
 		return nil, fmt.Errorf("failed to configure REST API TLS: the operator URL given to agent pods, %q, is not an https URL with a host", opts.Controller.OperatorURL)
 	}
 	if dir != "" {
-		return api.LoadTLS(dir)
+		return rest.LoadTLS(dir)
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
@@ -278,7 +279,7 @@ func loadAPITLS(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, o
 	if err := issuer.Ensure(ctx); err != nil {
 		return nil, err
 	}
-	return &api.TLS{Source: issuer, CABundle: issuer.CABundle}, nil
+	return &rest.TLS{Source: issuer, CABundle: issuer.CABundle}, nil
 }
 
 // cacheOptions scopes the cache: every object to agentNamespaces (all namespaces when empty),
@@ -345,7 +346,7 @@ func ParseNamespaces(s string) []string {
 }
 
 type listenerRunnable struct {
-	srv *api.Server
+	srv *rest.Server
 	ln  net.Listener
 }
 

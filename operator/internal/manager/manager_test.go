@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
+	restclient "k8s.io/client-go/rest"
 
-	"tatara.dev/operator/internal/api"
+	"tatara.dev/operator/internal/rest"
 	tataratest "tatara.dev/testkit/testutil"
 )
 
@@ -20,7 +20,7 @@ func TestLoadAPITLS(t *testing.T) {
 	ca := tataratest.NewCA(t, "tatara test CA")
 	cert, key := ca.IssueServer(t, "tatara-operator.tatara-system.svc")
 	dir := t.TempDir()
-	for name, data := range map[string][]byte{api.TLSCertFile: cert, api.TLSKeyFile: key, api.TLSCAFile: ca.PEM} {
+	for name, data := range map[string][]byte{rest.TLSCertFile: cert, rest.TLSKeyFile: key, rest.TLSCAFile: ca.PEM} {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -36,7 +36,7 @@ func TestLoadAPITLS(t *testing.T) {
 		{"plain HTTP", "", "", "http://tatara-operator.tatara-system.svc:8082", false, ""},
 		{"TLS", dir, "", "https://tatara-operator.tatara-system.svc:8082", true, ""},
 		{"TLS with an http URL for agents", dir, "", "http://tatara-operator.tatara-system.svc:8082", false, `"http://tatara-operator.tatara-system.svc:8082", is not an https URL`},
-		{"TLS from a directory without a certificate", t.TempDir(), "", "https://op:8082", false, api.TLSCertFile},
+		{"TLS from a directory without a certificate", t.TempDir(), "", "https://op:8082", false, rest.TLSCertFile},
 		{"issued TLS with an http URL for agents", "", "tatara-operator-api-tls", "http://op:8082", false, `"http://op:8082", is not an https URL`},
 		{"both a directory and a Secret to issue into", dir, "tatara-operator-api-tls", "https://op:8082", false, "choose one"},
 	}
@@ -45,7 +45,7 @@ func TestLoadAPITLS(t *testing.T) {
 			opts := Options{APITLSCertDir: tt.dir, APITLSSecret: types.NamespacedName{Namespace: "tatara-system", Name: tt.secret}}
 			opts.Controller.OperatorURL = tt.url
 			// No API server: the issued case is covered by envtest (TestRESTAPIOverIssuedTLS).
-			got, err := loadAPITLS(context.Background(), &rest.Config{}, nil, opts)
+			got, err := loadAPITLS(context.Background(), &restclient.Config{}, nil, opts)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("loadAPITLS() error = %v, want one containing %q", err, tt.wantErr)

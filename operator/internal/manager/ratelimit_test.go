@@ -5,10 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	"k8s.io/client-go/rest"
+	restclient "k8s.io/client-go/rest"
 
-	"tatara.dev/operator/internal/api"
 	"tatara.dev/operator/internal/controller"
+	"tatara.dev/operator/internal/rest"
 )
 
 // TestNewRefusesABadRateLimit: a negative --api-rate-limit or --api-rate-burst stops the operator
@@ -16,13 +16,13 @@ import (
 // nowhere).
 func TestNewRefusesABadRateLimit(t *testing.T) {
 	for _, tc := range []struct {
-		limit api.RateLimit
+		limit rest.RateLimit
 		want  string
 	}{
-		{api.RateLimit{PerSecond: -5, Burst: 40}, "rate limit of -5 requests/s"},
-		{api.RateLimit{PerSecond: 20, Burst: -1}, "rate burst of -1 requests"},
+		{rest.RateLimit{PerSecond: -5, Burst: 40}, "rate limit of -5 requests/s"},
+		{rest.RateLimit{PerSecond: 20, Burst: -1}, "rate burst of -1 requests"},
 	} {
-		_, err := New(context.Background(), &rest.Config{Host: "http://127.0.0.1:1"}, Options{
+		_, err := New(context.Background(), &restclient.Config{Host: "http://127.0.0.1:1"}, Options{
 			Controller: controller.Config{RuntimeNamespace: "tatara-system"}, APIRateLimit: tc.limit,
 		})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

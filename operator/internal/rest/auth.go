@@ -1,4 +1,4 @@
-package api
+package rest
 
 import (
 	"context"
@@ -7,15 +7,11 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
-	"tatara.dev/operator/internal/agent"
 	"tatara.dev/operator/internal/index"
+	"tatara.dev/operator/internal/taskops"
 	"tatara.dev/operator/internal/token"
 )
 
@@ -69,10 +65,10 @@ func (g *graceSlots) take(src netip.Addr) (release func(), ok bool) {
 // authenticate maps the bearer token to its Task. The Task's status.tokenHash, which only the
 // operator writes (status subresource), is the record of the one token it minted: the token's
 // hash finds the Task through the cache's status.tokenHash index. The token is then accepted only
-// while the Task is active (not in a terminal phase, not cancelled), and only if the Secret the
-// operator made for it, under the expected name and controlled by the Task, still holds it. A
-// Secret made by anyone else (another name, a forged owner reference, one planted in advance)
-// authenticates nobody.
+// while the Task is active (not in a terminal phase, not cancelled: taskops.EndedTask), and only
+// if the Secret the operator made for it, under the expected name and controlled by the Task,
+// still holds it (taskops.Service.MintedToken). A Secret made by anyone else (another name, a
+// forged owner reference, one planted in advance) authenticates nobody.
 func (s *Server) authenticate(ctx context.Context, r *http.Request) (*tatarav1.Task, *apiError) {
 	tok, ok := token.FromAuthorization(r.Header.Get("Authorization"))
 	if !ok {
@@ -121,66 +117,11 @@ func (s *Server) taskOfToken(ctx context.Context, tok string, src netip.Addr) (*
 	if !token.Matches(tok, task.Status.TokenHash) {
 		return nil, errorf(http.StatusUnauthorized, "invalid token")
 	}
-	if aerr := endedTask(&task); aerr != nil {
-		return nil, aerr
+	if err := taskops.EndedTask(&task); err != nil {
+		return nil, fromOps(err)
 	}
-	if _, aerr := s.mintedToken(ctx, &task); aerr != nil {
-		return nil, aerr
+	if _, err := s.ops.MintedToken(ctx, &task); err != nil {
+		return nil, fromOps(err)
 	}
 	return &task, nil
-}
-
-// mintedToken is the token in the Task's Secret, if that Secret is the one the operator minted
-// for it: under the expected name, controlled by the Task (a Task deleted and recreated under the
-// same name must not inherit an old Secret), holding the token whose hash the status records.
-// Anything else is a 401.
-func (s *Server) mintedToken(ctx context.Context, task *tatarav1.Task) (string, *apiError) {
-	var sec corev1.Secret
-	if err := s.opts.Client.Get(ctx, types.NamespacedName{Namespace: task.Namespace, Name: agent.SecretName(task.Name)}, &sec); err != nil {
-		if apierrors.IsNotFound(err) {
-			return "", errorf(http.StatusUnauthorized, "invalid token")
-		}
-		return "", errorf(http.StatusInternalServerError, "failed to get token secret of task %q: %v", task.Name, err)
-	}
-	tok := string(sec.Data[agent.TokenKey])
-	if owner := metav1.GetControllerOf(&sec); owner == nil || owner.UID != task.UID || owner.Kind != "Task" ||
-		!token.Matches(tok, task.Status.TokenHash) {
-		return "", errorf(http.StatusUnauthorized, "invalid token")
-	}
-	return tok, nil
-}
-
-// endedTask is the 401 of a token whose Task was cancelled or has finished; nil while it runs.
-func endedTask(task *tatarav1.Task) *apiError {
-	if task.Spec.Cancel == nil && !task.Status.Phase.Terminal() {
-		return nil
-	}
-	phase := task.Status.Phase
-	if !phase.Terminal() {
-		phase = tatarav1.PhaseCancelled
-	}
-	return errorf(http.StatusUnauthorized, "invalid token: task %q has ended (%s); its token no longer works", task.Name, phase)
-}
-
-// stillAuthenticated checks the caller's Task as the API server has it now against the cached
-// copy authenticate accepted: the cache may lag behind the Task's end or a new token, and a
-// write must never land for a token that no longer works.
-func stillAuthenticated(cached, latest *tatarav1.Task) *apiError {
-	if latest.UID != cached.UID || latest.Status.TokenHash != cached.Status.TokenHash {
-		return errorf(http.StatusUnauthorized, "invalid token")
-	}
-	return endedTask(latest)
-}
-
-// recheckCaller reads the caller's Task from the API server and refuses a token that stopped
-// working since authenticate read the cache (stillAuthenticated).
-func (s *Server) recheckCaller(ctx context.Context, c *call) *apiError {
-	var latest tatarav1.Task
-	if err := s.opts.APIReader.Get(ctx, client.ObjectKeyFromObject(c.task), &latest); err != nil {
-		if apierrors.IsNotFound(err) {
-			return errorf(http.StatusUnauthorized, "invalid token")
-		}
-		return errorf(http.StatusInternalServerError, "failed to get task %q: %v", c.task.Name, err)
-	}
-	return stillAuthenticated(c.task, &latest)
 }

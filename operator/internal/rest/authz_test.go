@@ -1,4 +1,4 @@
-package api
+package rest
 
 import (
 	"slices"
@@ -7,6 +7,7 @@ import (
 
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 	"tatara.dev/operator/internal/agent"
+	"tatara.dev/operator/internal/taskops"
 )
 
 // TestAuthorizationAgreesWithProfiles is the agreement test between this operator's
@@ -99,5 +100,23 @@ func TestAllowedFailsClosed(t *testing.T) {
 				t.Fatalf("Allowed(%q, %q) = %v, want %v", tt.kind, tt.tool, got, tt.want)
 			}
 		})
+	}
+}
+
+// TestEventActionsAreToolNames: the action of each Event taskops records is the name of the tool
+// whose call made it.
+func TestEventActionsAreToolNames(t *testing.T) {
+	for _, tt := range []struct{ action, tool string }{
+		{taskops.ActionTaskNote, ToolTaskNote},
+		{taskops.ActionComment, ToolComment},
+		{taskops.ActionCommentOnIssue, ToolCommentOnIssue},
+		{taskops.ActionProposeIssue, ToolProposeIssue},
+		{taskops.ActionSubtaskCreate, ToolSubtaskCreate},
+		{taskops.ActionSubtaskCancel, ToolSubtaskCancel},
+		{taskops.IntentChangeSummary, ToolChangeSummary},
+	} {
+		if tt.action != tt.tool {
+			t.Errorf("taskops names %q where the tool is %q", tt.action, tt.tool)
+		}
 	}
 }

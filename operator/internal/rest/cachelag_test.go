@@ -1,4 +1,4 @@
-package api
+package rest
 
 import (
 	"context"
@@ -156,7 +156,7 @@ func TestWritesRecheckTheTaskAgainstTheAPIServer(t *testing.T) {
 func TestHandlersStopAtTheirDeadline(t *testing.T) {
 	f := newFixture(t)
 	s, apiServer := f.server(t, Options{Limits: Limits{HandlerTimeout: 100 * time.Millisecond}}, f.running.DeepCopy())
-	unlock, err := s.projectLocks.lock(context.Background(), "ns/p")
+	unlock, err := s.ops.LockProject(context.Background(), "ns", "p")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,28 +1,13 @@
-package api
+package rest
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
 )
-
-// apiError is an error with the HTTP status it maps to; its message names what was wrong.
-type apiError struct {
-	status int
-	msg    string
-	// retryAfter is a 429's Retry-After value, in whole seconds, where the answer sets it.
-	retryAfter string
-}
-
-func (e *apiError) Error() string { return e.msg }
-
-func errorf(status int, format string, args ...any) *apiError {
-	return &apiError{status: status, msg: fmt.Sprintf(format, args...)}
-}
 
 // validator is implemented by every request body: it names the first missing or bad field.
 type validator interface {

@@ -1,4 +1,4 @@
-package api
+package rest
 
 import (
 	"net/http"
@@ -9,13 +9,11 @@ import (
 // after a connection lost mid-call or a 503 (an operator rollout) without creating it twice. A
 // call whose key was already recorded for the Task answers as the first one did and changes
 // nothing: activity entries and proposals keep their call's key (status.activity[].requestID,
-// status.proposals[].requestID), a subtask keeps it in its annotation SubtaskRequestAnnotation.
-// State lives in the Task objects, so a retry that reaches another replica is recognised too.
+// status.proposals[].requestID), a subtask keeps it in its annotation
+// taskops.SubtaskRequestAnnotation. State lives in the Task objects, so a retry that reaches
+// another replica is recognised too. This file reads the header; taskops gets the key as the
+// call's request id.
 const IdempotencyKeyHeader = "Idempotency-Key"
-
-// SubtaskRequestAnnotation holds the Idempotency-Key of the subtask_create call that created a
-// subtask.
-const SubtaskRequestAnnotation = "tatara.dev/request-id"
 
 // idempotencyKeyPattern bounds a key to what a status field and an annotation can hold.
 var idempotencyKeyPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
@@ -32,12 +30,4 @@ func requestID(r *http.Request) (string, *apiError) {
 		return "", errorf(http.StatusBadRequest, "header %s: want 1 to 64 of A-Z a-z 0-9 . _ -, got %d bytes", IdempotencyKeyHeader, len(values[0]))
 	}
 	return values[0], nil
-}
-
-// requestAnnotation is the annotations of a subtask created by the call with key id.
-func requestAnnotation(id string) map[string]string {
-	if id == "" {
-		return nil
-	}
-	return map[string]string{SubtaskRequestAnnotation: id}
 }

@@ -1,4 +1,4 @@
-package api
+package rest
 
 import (
 	"context"
@@ -88,11 +88,7 @@ func TestNotesAreGroupCommitted(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d of %d notes queued behind the first write after 30 s", queued, calls-1)
 		}
-		s.notes.mu.Lock()
-		if q := s.notes.tasks[client.ObjectKeyFromObject(f.running)]; q != nil {
-			queued = len(q.pending)
-		}
-		s.notes.mu.Unlock()
+		queued = s.ops.QueuedNotes(client.ObjectKeyFromObject(f.running))
 	}
 	close(release)
 	wg.Wait()

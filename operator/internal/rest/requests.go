@@ -1,4 +1,4 @@
-package api
+package rest
 
 import (
 	"encoding/json"
@@ -7,7 +7,11 @@ import (
 	"strings"
 
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
+	"tatara.dev/operator/internal/taskops"
 )
+
+// The request bodies, each with its validation (a 400 naming the first missing or bad field) and
+// the plain input of taskops it becomes.
 
 type noteRequest struct {
 	Text string `json:"text"`
@@ -29,6 +33,10 @@ func (r *subtaskCreateRequest) validate() *apiError {
 		kinds = append(kinds, string(k))
 	}
 	return firstErr(oneOf("kind", r.Kind, kinds...), required("repo", r.Repo), required("directive", r.Directive))
+}
+
+func (r *subtaskCreateRequest) spec() taskops.SubtaskSpec {
+	return taskops.SubtaskSpec{Kind: tatarav1.TaskKind(r.Kind), Repo: r.Repo, Directive: r.Directive, Ref: r.Ref}
 }
 
 type subtaskCancelRequest struct {
@@ -59,6 +67,11 @@ func (r *issueCommentRequest) validate() *apiError {
 	return required("body", r.Body)
 }
 
+// issueComment is the validated request (Issue is set).
+func (r *issueCommentRequest) issueComment() taskops.IssueComment {
+	return taskops.IssueComment{Repo: r.Repo, Issue: *r.Issue, Body: r.Body}
+}
+
 type proposalRequest struct {
 	Title string `json:"title"`
 	Body  string `json:"body"`
@@ -67,6 +80,10 @@ type proposalRequest struct {
 
 func (r *proposalRequest) validate() *apiError {
 	return firstErr(required("title", r.Title), required("body", r.Body))
+}
+
+func (r *proposalRequest) proposal() taskops.IssueProposal {
+	return taskops.IssueProposal{Title: r.Title, Body: r.Body, Repo: r.Repo}
 }
 
 // intentRequest is the body of one intent tool; value is its enum field (empty when none).
@@ -163,6 +180,15 @@ func newIntentRequest(tool string) intentRequest {
 	default:
 		return nil
 	}
+}
+
+// intentOf is the intent a decoded, validated body of tool records.
+func intentOf(tool string, req intentRequest) (taskops.Intent, error) {
+	body, err := canonical(req)
+	if err != nil {
+		return taskops.Intent{}, err
+	}
+	return taskops.Intent{Tool: tool, Value: req.value(), Summary: req.summary(), Body: body}, nil
 }
 
 // canonical re-encodes a decoded body, so whitespace and key order do not defeat idempotence.

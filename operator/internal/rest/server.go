@@ -1,8 +1,16 @@
-// Package api serves the operator REST API (/api/v1) that the cli's 20 operator tools call.
-// A bearer token maps to exactly one Task through its per-Task Secret; every route is one
-// tool, checked against the Task's scope and the per-kind authorization table, and every
-// write is recorded in the Task's status through the API server and as a Kubernetes Event.
-package api
+// Package rest is the HTTP layer of the operator REST API (/api/v1), which the cli's 20 operator
+// tools call: the routes (one per tool, server.go), authentication (a bearer Task token, which
+// maps to exactly one Task through its per-Task Secret, auth.go; a pool pod's ServiceAccount
+// token for its claim, reviewed by the API server, claim.go; and the token review for backends,
+// tokenreview.go), the per-kind authorization table (authz.go), the limits (connections per
+// source and in all, body and header size, timeouts: limits.go; per-Task and per-source rate
+// limits: ratelimit.go), and the encoding (request bodies decoded and validated, requests.go and
+// decode.go; JSON answers; the Idempotency-Key header, idempotency.go). What a call decides
+// (subtask creation and its policy, limits and lock, a review's directive, notes, intents, the
+// status writes and the Events that mirror them, the claim's answer) lives in internal/taskops: a
+// handler here decodes and validates, calls one taskops.Service method, and maps its error's
+// Code to the HTTP status (statusOf, errors.go).
+package rest
 
 import (
 	"context"
@@ -21,8 +29,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/net/netutil"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -31,74 +37,8 @@ import (
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 	"tatara.dev/operator/internal/connlimit"
 	"tatara.dev/operator/internal/metrics"
+	"tatara.dev/operator/internal/taskops"
 )
-
-// DefaultMaxBodyBytes bounds request bodies (413 above); it also bounds what one call can
-// add to a Task object.
-const DefaultMaxBodyBytes = 16 << 10
-
-// Connection limits of the REST server. Agents can reach it and may misbehave, so no connection
-// may hold a goroutine for long: every route answers after a few API server calls, and the one
-// that long-polls, a pool pod's claim, waits at most claim.MaxWait (20 s), so a write timeout of
-// 30 s is enough. Bodies are at most MaxBodyBytes (16 KiB by default): 15 s to send one is slow
-// enough for any honest client.
-//
-// Open connections are capped twice: per source address, so that one pod cannot hold them all,
-// and in all. Every waiting pool pod holds one connection for its claim's long poll, all the
-// time, and a cli a few for its tool calls; a backend's token reviews come from one address.
-const (
-	DefaultReadHeaderTimeout = 10 * time.Second
-	DefaultReadTimeout       = 15 * time.Second
-	DefaultWriteTimeout      = 30 * time.Second
-	DefaultIdleTimeout       = 60 * time.Second
-	// DefaultHandlerTimeout bounds a handler's own work (its context), well inside WriteTimeout:
-	// a handler still waiting when the client has been cut off must not create anything after.
-	DefaultHandlerTimeout = 25 * time.Second
-	// DefaultMaxHeaderBytes fits a bearer token and ordinary headers many times over.
-	DefaultMaxHeaderBytes = 16 << 10
-	// DefaultMaxConnections bounds open connections (an idle keep-alive costs about 18 KiB):
-	// far above what the agents and pool pods of one cluster keep open (4 or fewer each), and
-	// about 72 MiB at most.
-	DefaultMaxConnections = 4096
-	// DefaultMaxConnectionsPerSource bounds the connections one source address holds open: a
-	// cli's tool calls and its claim need a few, a backend's concurrent token reviews more. It
-	// takes 64 sources at their cap to fill DefaultMaxConnections.
-	DefaultMaxConnectionsPerSource = 64
-)
-
-// Limits bound each connection; a zero field takes its Default* value.
-type Limits struct {
-	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout, HandlerTimeout time.Duration
-	MaxHeaderBytes                                                            int
-	// MaxConnections bounds the connections open at once; more wait to be accepted.
-	MaxConnections int
-	// MaxConnectionsPerSource bounds the connections one source address holds open; more from
-	// it are closed as soon as they are accepted.
-	MaxConnectionsPerSource int
-}
-
-func (l Limits) withDefaults() Limits {
-	def := func(v *time.Duration, d time.Duration) {
-		if *v <= 0 {
-			*v = d
-		}
-	}
-	def(&l.ReadHeaderTimeout, DefaultReadHeaderTimeout)
-	def(&l.ReadTimeout, DefaultReadTimeout)
-	def(&l.WriteTimeout, DefaultWriteTimeout)
-	def(&l.IdleTimeout, DefaultIdleTimeout)
-	def(&l.HandlerTimeout, DefaultHandlerTimeout)
-	if l.MaxHeaderBytes <= 0 {
-		l.MaxHeaderBytes = DefaultMaxHeaderBytes
-	}
-	if l.MaxConnections <= 0 {
-		l.MaxConnections = DefaultMaxConnections
-	}
-	if l.MaxConnectionsPerSource <= 0 {
-		l.MaxConnectionsPerSource = DefaultMaxConnectionsPerSource
-	}
-	return l
-}
 
 // Options configure the REST server.
 type Options struct {
@@ -108,7 +48,7 @@ type Options struct {
 	Client client.Client
 	// APIReader reads from the API server directly, for read-modify-write of Task objects.
 	APIReader client.Reader
-	// Recorder emits the Events that mirror every recorded write.
+	// Recorder emits the Events that mirror every recorded write (taskops).
 	Recorder events.EventRecorder
 	Metrics  *metrics.Metrics
 	Log      *slog.Logger
@@ -125,8 +65,8 @@ type Options struct {
 	// route included (429 with Retry-After); the zero value is no limit.
 	SourceRateLimit RateLimit
 	// LockNamespace is where the Leases that serialise subtask_create per Project across every
-	// replica live (the operator's own namespace). Empty serialises inside this process only,
-	// which holds the limits for one replica alone.
+	// replica live (the operator's own namespace; taskops.Options.LockNamespace). Empty
+	// serialises inside this process only, which holds the limits for one replica alone.
 	LockNamespace string
 }
 
@@ -142,12 +82,8 @@ type Server struct {
 	sources *sourceLimiters
 	// serving is true from the moment the listener accepts until shutdown begins.
 	serving atomic.Bool
-	// projectLocks and sharedLocks serialise subtask_create per Project (lockProject);
-	// sharedLocks is nil without Options.LockNamespace.
-	projectLocks keyedLock
-	sharedLocks  *leaseLock
-	// notes records task_note calls, a group commit per Task.
-	notes *noteCommitter
+	// ops makes the calls' decisions.
+	ops *taskops.Service
 	// podReviews keeps the API server's answers about pool pods' tokens, podReviewFailures each
 	// source's budget of failed ones (claim.go).
 	podReviews        podReviews
@@ -229,16 +165,15 @@ func New(opts Options) *Server {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
 	opts.Limits = opts.Limits.withDefaults()
-	s := &Server{opts: opts, mux: http.NewServeMux(), grace: newGraceSlots(), notes: newNoteCommitter(opts.Client, opts.APIReader),
+	ops := taskops.New(taskops.Options{Client: opts.Client, APIReader: opts.APIReader, Recorder: opts.Recorder,
+		Metrics: opts.Metrics, Log: opts.Log, LockNamespace: opts.LockNamespace})
+	s := &Server{opts: opts, mux: http.NewServeMux(), grace: newGraceSlots(), ops: ops,
 		podReviewFailures: newLimiters[netip.Addr](PodReviewFailures, time.Now)}
 	if opts.RateLimit.Enabled() {
 		s.limiters = newTaskLimiters(opts.RateLimit, time.Now)
 	}
 	if opts.SourceRateLimit.Enabled() {
 		s.sources = newLimiters[netip.Addr](opts.SourceRateLimit, time.Now)
-	}
-	if opts.LockNamespace != "" {
-		s.sharedLocks = newLeaseLock(opts.Client, opts.APIReader, opts.LockNamespace)
 	}
 	for _, rt := range s.routes() {
 		s.mux.Handle(rt.method+" "+rt.path, s.timed(rt.path, s.wrap(rt)))
@@ -395,21 +330,4 @@ func (s *Server) serve(rt route, w http.ResponseWriter, r *http.Request) (int, a
 		return herr.status, errorBody{Error: herr.msg}, task
 	}
 	return status, body, task
-}
-
-// event mirrors a recorded write as a Kubernetes Event on the Task; notes are cut to the
-// 1 KiB events.k8s.io limit.
-func (s *Server) event(task *tatarav1.Task, reason, action, note string) {
-	if s.opts.Recorder == nil {
-		return
-	}
-	const maxNote = 1000
-	if len(note) > maxNote {
-		note = note[:maxNote] + "..."
-	}
-	// The Event regards the Task by name and UID only: a reference with the resourceVersion of
-	// each write would make every Event unique, and the events library could not fold a Task's
-	// repeated writes (a note loop) into one series.
-	regarding := &tatarav1.Task{ObjectMeta: metav1.ObjectMeta{Namespace: task.Namespace, Name: task.Name, UID: task.UID}}
-	s.opts.Recorder.Eventf(regarding, nil, corev1.EventTypeNormal, reason, action, "%s", note)
 }

@@ -22,12 +22,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/rest"
+	restclient "k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"tatara.dev/operator/internal/api"
 	"tatara.dev/operator/internal/manager"
+	"tatara.dev/operator/internal/rest"
 )
 
 // The API priority and fairness bench (make bench-apf): the operator runs as its chart's
@@ -58,10 +58,10 @@ func TestRESTLoadNeighbour(t *testing.T) {
 
 	opUser, neighbour := serviceAccountUser(t, operatorServiceAccount), serviceAccountUser(t, neighbourServiceAccount)
 	rejected := &atomic.Int64{}
-	opCfg := rest.CopyConfig(opUser.Config())
+	opCfg := restclient.CopyConfig(opUser.Config())
 	opCfg.QPS, opCfg.Burst = -1, 0
 	opCfg.WrapTransport = countStatus(http.StatusTooManyRequests, rejected)
-	limit := api.RateLimit{PerSecond: api.DefaultRateLimit, Burst: api.DefaultRateBurst}
+	limit := rest.RateLimit{PerSecond: rest.DefaultRateLimit, Burst: rest.DefaultRateBurst}
 	op := startOperatorOn(t, opCfg, func(o *manager.Options) { o.APIRateLimit = limit })
 
 	ns := newNamespace(t)
@@ -167,7 +167,7 @@ func serviceAccountUser(t *testing.T, name string) *envtest.AuthenticatedUser {
 // classification is the UID of the FlowSchema the API server puts user's requests in.
 func classification(t *testing.T, user *envtest.AuthenticatedUser) string {
 	t.Helper()
-	hc, err := rest.HTTPClientFor(user.Config())
+	hc, err := restclient.HTTPClientFor(user.Config())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func classification(t *testing.T, user *envtest.AuthenticatedUser) string {
 func neighbourReader(t *testing.T, user *envtest.AuthenticatedUser, ns string) func() (time.Duration, error) {
 	t.Helper()
 	// No client-side limit (client-go's default is 5 a second): the API server alone decides.
-	nc := rest.CopyConfig(user.Config())
+	nc := restclient.CopyConfig(user.Config())
 	nc.QPS, nc.Burst = -1, 0
 	c, err := client.New(nc, client.Options{})
 	if err != nil {
@@ -228,7 +228,7 @@ func openLoop(read func() (time.Duration, error), rate int, stop <-chan struct{}
 // countStatus counts the answers with status code.
 func countStatus(code int, n *atomic.Int64) func(http.RoundTripper) http.RoundTripper {
 	return func(rt http.RoundTripper) http.RoundTripper {
-		return restRoundTripFunc(func(r *http.Request) (*http.Response, error) {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
 			resp, err := rt.RoundTrip(r)
 			if err == nil && resp.StatusCode == code {
 				n.Add(1)

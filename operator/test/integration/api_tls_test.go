@@ -11,8 +11,8 @@ import (
 
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 	"tatara.dev/operator/internal/agent"
-	"tatara.dev/operator/internal/api"
 	"tatara.dev/operator/internal/manager"
+	"tatara.dev/operator/internal/rest"
 	"tatara.dev/testkit/testutil"
 )
 
@@ -23,7 +23,7 @@ func TestRESTAPIOverTLS(t *testing.T) {
 	ca := testutil.NewCA(t, "tatara test CA")
 	cert, key := ca.IssueServer(t, "127.0.0.1")
 	dir := t.TempDir()
-	for name, data := range map[string][]byte{api.TLSCertFile: cert, api.TLSKeyFile: key, api.TLSCAFile: ca.PEM} {
+	for name, data := range map[string][]byte{rest.TLSCertFile: cert, rest.TLSKeyFile: key, rest.TLSCAFile: ca.PEM} {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
 			t.Fatal(err)
 		}

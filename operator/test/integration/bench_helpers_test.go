@@ -4,9 +4,14 @@ package integration
 
 import (
 	"context"
+	"maps"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -67,4 +72,37 @@ func verbResource(req *http.Request) string {
 		verb = "deletecollection"
 	}
 	return verb + " " + resource
+}
+
+// apiCounter counts the operator's requests to the API server by verb, resource and, for an
+// answer that is not 2xx, its code (a 409 is a conflict the status writes retry), and when the
+// latest was sent.
+type apiCounter struct {
+	mu     sync.Mutex
+	counts map[string]int64
+	last   atomic.Int64 // unix nanoseconds of the latest request
+}
+
+func (c *apiCounter) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		c.last.Store(time.Now().UnixNano())
+		resp, err := rt.RoundTrip(req)
+		key := verbResource(req)
+		switch {
+		case err != nil:
+			key += " (transport error)"
+		case resp.StatusCode >= 300:
+			key += " " + strconv.Itoa(resp.StatusCode)
+		}
+		c.mu.Lock()
+		c.counts[key]++
+		c.mu.Unlock()
+		return resp, err
+	})
+}
+
+func (c *apiCounter) snapshot() map[string]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.counts)
 }

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/client-go/rest"
+	restclient "k8s.io/client-go/rest"
 
 	"tatara.dev/cli/pkg/claim"
-	"tatara.dev/operator/internal/api"
+	"tatara.dev/operator/internal/rest"
 )
 
 // clientFrom is an HTTP client whose connections leave from local address ip (any of 127/8 reaches
@@ -42,10 +42,10 @@ func claimFrom(t testing.TB, c *http.Client, base, tok string) (int, http.Header
 // sends forged tokens gets its few failed reviews, then 429s with Retry-After and no review at
 // all; another source's honest pool pod is still served.
 func TestForgedClaimsCostABoundedNumberOfTokenReviews(t *testing.T) {
-	budget := int64(api.PodReviewFailures.Burst)
+	budget := int64(rest.PodReviewFailures.Burst)
 	forged := int(budget) + 25
 	var sentReviews atomic.Int64
-	opCfg := rest.CopyConfig(cfg)
+	opCfg := restclient.CopyConfig(cfg)
 	opCfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 			if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/tokenreviews") {

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
-	"tatara.dev/operator/internal/api"
+	"tatara.dev/operator/internal/rest"
 )
 
 // keyedCall is call with an Idempotency-Key header (key "" sends none).
@@ -25,7 +25,7 @@ func keyedCall(t *testing.T, base, path, tok, key, body string) (int, string) {
 	req.Header.Set("Authorization", "Bearer "+tok)
 	req.Header.Set("Content-Type", "application/json")
 	if key != "" {
-		req.Header.Set(api.IdempotencyKeyHeader, key)
+		req.Header.Set(rest.IdempotencyKeyHeader, key)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -117,7 +117,7 @@ func TestRESTIdempotencyKeys(t *testing.T) {
 		{"forbidden characters", "a/b", "want 1 to 64"},
 	} {
 		raw := post(notes, tc.key, `{"text":"x"}`, http.StatusBadRequest)
-		if !strings.Contains(raw, api.IdempotencyKeyHeader) || !strings.Contains(raw, tc.want) {
+		if !strings.Contains(raw, rest.IdempotencyKeyHeader) || !strings.Contains(raw, tc.want) {
 			t.Errorf("%s key: answer %s does not name the header and the rule", tc.name, raw)
 		}
 	}

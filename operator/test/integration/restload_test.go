@@ -20,13 +20,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
+	restclient "k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 	"tatara.dev/operator/internal/agent"
-	"tatara.dev/operator/internal/api"
 	"tatara.dev/operator/internal/manager"
+	"tatara.dev/operator/internal/rest"
 	tokenpkg "tatara.dev/operator/internal/token"
 )
 
@@ -147,11 +147,11 @@ func TestRESTLoad(t *testing.T) {
 	conf := restLoadSettings(t)
 	// The operator as cmd runs it: the default per-Task rate limit, and no client-side limit
 	// towards the API server (QPS -1, what ctrl.GetConfig gives; envtest's config would allow 1000).
-	opCfg := rest.CopyConfig(cfg)
+	opCfg := restclient.CopyConfig(cfg)
 	opCfg.QPS, opCfg.Burst = -1, 0
 	counter := &apiCounter{counts: map[string]int64{}}
 	opCfg.WrapTransport = counter.wrap
-	limit := api.RateLimit{PerSecond: api.DefaultRateLimit, Burst: api.DefaultRateBurst}
+	limit := rest.RateLimit{PerSecond: rest.DefaultRateLimit, Burst: rest.DefaultRateBurst}
 	op := startOperatorOn(t, opCfg, func(o *manager.Options) { o.APIRateLimit = limit })
 
 	setupStart := time.Now()
@@ -477,44 +477,6 @@ func processCPU(t *testing.T) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// apiCounter counts the operator's requests to the API server by verb, resource and, for an
-// answer that is not 2xx, its code (a 409 is a conflict the status writes retry).
-type apiCounter struct {
-	mu     sync.Mutex
-	counts map[string]int64
-}
-
-type restRoundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f restRoundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-func (c *apiCounter) wrap(rt http.RoundTripper) http.RoundTripper {
-	return restRoundTripFunc(func(req *http.Request) (*http.Response, error) {
-		resp, err := rt.RoundTrip(req)
-		key := verbResource(req)
-		switch {
-		case err != nil:
-			key += " (transport error)"
-		case resp.StatusCode >= 300:
-			key += " " + strconv.Itoa(resp.StatusCode)
-		}
-		c.mu.Lock()
-		c.counts[key]++
-		c.mu.Unlock()
-		return resp, err
-	})
-}
-
-func (c *apiCounter) snapshot() map[string]int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make(map[string]int64, len(c.counts))
-	for k, v := range c.counts {
-		out[k] = v
-	}
-	return out
-}
-
 func delta(from, to map[string]int64) map[string]int64 {
 	out := map[string]int64{}
 	for k, v := range to {
@@ -556,7 +518,7 @@ func printAPIRequests(out io.Writer, base map[string]int64, baseCalls int, load 
 	p("  %-34s %10s %12d %14.3f\n", "all", "", total, per(total, loadCalls))
 }
 
-func printRESTLoad(out io.Writer, conf restLoadConfig, limit api.RateLimit, base, load *loadResult) {
+func printRESTLoad(out io.Writer, conf restLoadConfig, limit rest.RateLimit, base, load *loadResult) {
 	p := func(format string, args ...any) { _, _ = fmt.Fprintf(out, format, args...) }
 	perSec := func(n int, d time.Duration) float64 { return float64(n) / d.Seconds() }
 	// Milliseconds to the nanosecond: a cache read takes well under a microsecond.

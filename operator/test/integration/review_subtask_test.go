@@ -9,7 +9,7 @@ import (
 
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
 	"tatara.dev/operator/internal/agent"
-	"tatara.dev/operator/internal/api"
+	"tatara.dev/operator/internal/taskops"
 )
 
 // TestReviewSubtaskDirectiveIsTheOperators: review by proxy. An implement Task's agent asks
@@ -51,8 +51,8 @@ func TestReviewSubtaskDirectiveIsTheOperators(t *testing.T) {
 	if review.Spec.Ref != branch || review.Spec.Repo != "cli" {
 		t.Errorf("the review's repo/ref = %s/%s, want cli/%s (the parent's branch)", review.Spec.Repo, review.Spec.Ref, branch)
 	}
-	if got := review.Annotations[api.ImplementerNotesAnnotation]; got != steer {
-		t.Errorf("annotation %s = %q, want the implementer's text %q", api.ImplementerNotesAnnotation, got, steer)
+	if got := review.Annotations[taskops.ImplementerNotesAnnotation]; got != steer {
+		t.Errorf("annotation %s = %q, want the implementer's text %q", taskops.ImplementerNotesAnnotation, got, steer)
 	}
 	if got, _ := r.body["directive"].(string); got != review.Spec.Directive {
 		t.Errorf("the answer shows directive %q, want the one the review got", got)
@@ -97,7 +97,7 @@ func TestReviewSubtaskDirectiveIsTheOperators(t *testing.T) {
 	if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: r.body["name"].(string)}, &review); err != nil {
 		t.Fatal(err)
 	}
-	if review.Spec.Ref != "tatara/widget" || review.Annotations[api.ImplementerNotesAnnotation] != delegated {
-		t.Errorf("the delegated review has ref %q and notes %q, want tatara/widget and the agent's text", review.Spec.Ref, review.Annotations[api.ImplementerNotesAnnotation])
+	if review.Spec.Ref != "tatara/widget" || review.Annotations[taskops.ImplementerNotesAnnotation] != delegated {
+		t.Errorf("the delegated review has ref %q and notes %q, want tatara/widget and the agent's text", review.Spec.Ref, review.Annotations[taskops.ImplementerNotesAnnotation])
 	}
 }

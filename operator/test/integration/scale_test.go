@@ -5,7 +5,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -115,34 +114,6 @@ func TestScale(t *testing.T) {
 	}
 }
 
-// requestCounter counts the operator's API requests by verb and resource.
-type requestCounter struct {
-	mu     sync.Mutex
-	counts map[string]int64
-	last   atomic.Int64 // unix nanoseconds of the latest request
-}
-
-func (c *requestCounter) wrap(rt http.RoundTripper) http.RoundTripper {
-	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
-		key := verbResource(req)
-		c.mu.Lock()
-		c.counts[key]++
-		c.mu.Unlock()
-		c.last.Store(time.Now().UnixNano())
-		return rt.RoundTrip(req)
-	})
-}
-
-func (c *requestCounter) snapshot() map[string]int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make(map[string]int64, len(c.counts))
-	for k, v := range c.counts {
-		out[k] = v
-	}
-	return out
-}
-
 // sampler records the peak heap in use and goroutine count every 100 ms.
 type sampler struct {
 	heap       uint64
@@ -181,7 +152,7 @@ func (s *sampler) finish() (heap uint64, goroutines int) {
 // startCountedOperator is startOperator on a copy of the config whose transport counts
 // requests. QPS -1 is what ctrl.GetConfig gives the real operator (no client-side limit; the
 // API server's priority and fairness decides), where envtest's config would allow 1000.
-func startCountedOperator(t *testing.T, counter *requestCounter) (stop func()) {
+func startCountedOperator(t *testing.T, counter *apiCounter) (stop func()) {
 	t.Helper()
 	opCfg := rest.CopyConfig(cfg)
 	opCfg.QPS, opCfg.Burst = -1, 0
@@ -192,7 +163,7 @@ func startCountedOperator(t *testing.T, counter *requestCounter) (stop func()) {
 }
 
 // waitQuiet returns once the operator has sent no request for quiet, or after limit.
-func waitQuiet(c *requestCounter, quiet, limit time.Duration) {
+func waitQuiet(c *apiCounter, quiet, limit time.Duration) {
 	deadline := time.Now().Add(limit)
 	for time.Since(time.Unix(0, c.last.Load())) < quiet && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
@@ -356,7 +327,7 @@ func runScale(t *testing.T, n int, largest bool) scaleResult {
 	runtime.ReadMemStats(&base)
 	baseGoroutines := runtime.NumGoroutine()
 	samples := startSampler()
-	counter := &requestCounter{counts: map[string]int64{}}
+	counter := &apiCounter{counts: map[string]int64{}}
 	cpuBefore := cpuTime(t)
 	stopOperator := startCountedOperator(t, counter)
 	stopped := false

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
-	"tatara.dev/operator/internal/api"
+	"tatara.dev/operator/internal/taskops"
 )
 
 // taskListReads records the Task LISTs (not watches) one operator sends to the API server and
@@ -102,7 +102,7 @@ func TestSubtaskCreateReadsOnlyWhatItDecides(t *testing.T) {
 		}
 	}
 
-	for range api.MaxChildrenPerTask - 1 {
+	for range taskops.MaxChildrenPerTask - 1 {
 		createSubtask(t, op.url, "impl", tok, string(tatarav1.KindReview))
 	}
 	// The cache must hold the last child before a refusal can come from it.
@@ -111,13 +111,13 @@ func TestSubtaskCreateReadsOnlyWhatItDecides(t *testing.T) {
 		if err := op.GetClient().List(context.Background(), &list, client.InNamespace(ns), client.MatchingFields{"spec.parent": "impl"}); err != nil {
 			return err
 		}
-		if len(list.Items) != api.MaxChildrenPerTask {
+		if len(list.Items) != taskops.MaxChildrenPerTask {
 			return fmt.Errorf("%d children in the cache", len(list.Items))
 		}
 		return nil
 	})
 	reads.reset()
-	refused(t, op.url, ns, "impl", tok, string(tatarav1.KindReview), 429, "MaxChildrenPerTask", 1+finishedTasks+api.MaxChildrenPerTask)
+	refused(t, op.url, ns, "impl", tok, string(tatarav1.KindReview), 429, "MaxChildrenPerTask", 1+finishedTasks+taskops.MaxChildrenPerTask)
 	// refused itself counts the Tasks with the test's own client, not the operator's.
 	if lists, bytes, query := reads.reset(); lists != 0 {
 		t.Errorf("a refused subtask_create sent %d Task LISTs (%d bytes, %v) to the API server, want 0", lists, bytes, query)

@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
-	"tatara.dev/operator/internal/api"
 	"tatara.dev/operator/internal/manager"
+	"tatara.dev/operator/internal/taskops"
 )
 
 // countTasks counts the Tasks of a namespace straight from the API server.
@@ -82,17 +82,17 @@ func TestSubtaskChildrenLimit(t *testing.T) {
 	tok := token(t, ns, "impl")
 
 	var subs []string
-	for range api.MaxChildrenPerTask {
+	for range taskops.MaxChildrenPerTask {
 		subs = append(subs, createSubtask(t, op.url, "impl", tok, string(tatarav1.KindImplement)))
 	}
-	want := fmt.Sprintf("MaxChildrenPerTask is %d", api.MaxChildrenPerTask)
-	refused(t, op.url, ns, "impl", tok, string(tatarav1.KindReview), 429, want, api.MaxChildrenPerTask+1)
+	want := fmt.Sprintf("MaxChildrenPerTask is %d", taskops.MaxChildrenPerTask)
+	refused(t, op.url, ns, "impl", tok, string(tatarav1.KindReview), 429, want, taskops.MaxChildrenPerTask+1)
 
 	if r := call(t, op.url, "POST", "/api/v1/tasks/impl/subtasks/"+subs[0]+"/cancel", tok, `{"reason":"churn"}`); r.code != 200 {
 		t.Fatalf("cancel = %d %s", r.code, r.raw)
 	}
 	waitReason(t, ns, subs[0], tatarav1.ReasonCancelled)
-	refused(t, op.url, ns, "impl", tok, string(tatarav1.KindReview), 429, want, api.MaxChildrenPerTask+1)
+	refused(t, op.url, ns, "impl", tok, string(tatarav1.KindReview), 429, want, taskops.MaxChildrenPerTask+1)
 }
 
 // TestSubtaskDepthLimit: root -> child -> grandchild is allowed; the grandchild's own subtask
@@ -104,12 +104,12 @@ func TestSubtaskDepthLimit(t *testing.T) {
 	newTask(t, ns, "root", "p", tatarav1.KindImplement)
 
 	parent, tok := "root", token(t, ns, "root")
-	for depth := 1; depth <= api.MaxSubtaskDepth; depth++ {
+	for depth := 1; depth <= taskops.MaxSubtaskDepth; depth++ {
 		parent = createSubtask(t, op.url, parent, tok, string(tatarav1.KindImplement))
 		tok = token(t, ns, parent)
 	}
 	refused(t, op.url, ns, parent, tok, string(tatarav1.KindImplement), 429,
-		fmt.Sprintf("MaxSubtaskDepth %d", api.MaxSubtaskDepth), api.MaxSubtaskDepth+1)
+		fmt.Sprintf("MaxSubtaskDepth %d", taskops.MaxSubtaskDepth), taskops.MaxSubtaskDepth+1)
 }
 
 // TestSubtaskMaxActiveTasks: with spec.maxActiveTasks 2, the root Task and its first subtask
@@ -148,9 +148,9 @@ func TestSubtaskLimitsUnderConcurrentRequests(t *testing.T) {
 			newTask(t, ns, "impl", "p", tatarav1.KindImplement)
 			tok := token(t, ns, "impl")
 
-			codes := make(chan int, 2*api.MaxChildrenPerTask)
+			codes := make(chan int, 2*taskops.MaxChildrenPerTask)
 			var wg sync.WaitGroup
-			for i := range 2 * api.MaxChildrenPerTask {
+			for i := range 2 * taskops.MaxChildrenPerTask {
 				base := urls[i%len(urls)]
 				wg.Go(func() {
 					req, err := http.NewRequest(http.MethodPost, base+"/api/v1/tasks/impl/subtasks", strings.NewReader(subtaskBody("review")))
@@ -175,11 +175,11 @@ func TestSubtaskLimitsUnderConcurrentRequests(t *testing.T) {
 			for c := range codes {
 				got[c]++
 			}
-			if got[201] != api.MaxChildrenPerTask || got[429] != api.MaxChildrenPerTask {
-				t.Fatalf("status codes %v, want %d x 201 and %d x 429", got, api.MaxChildrenPerTask, api.MaxChildrenPerTask)
+			if got[201] != taskops.MaxChildrenPerTask || got[429] != taskops.MaxChildrenPerTask {
+				t.Fatalf("status codes %v, want %d x 201 and %d x 429", got, taskops.MaxChildrenPerTask, taskops.MaxChildrenPerTask)
 			}
-			if n := countTasks(t, ns); n != api.MaxChildrenPerTask+1 {
-				t.Fatalf("%d Tasks, want %d", n, api.MaxChildrenPerTask+1)
+			if n := countTasks(t, ns); n != taskops.MaxChildrenPerTask+1 {
+				t.Fatalf("%d Tasks, want %d", n, taskops.MaxChildrenPerTask+1)
 			}
 		})
 	}

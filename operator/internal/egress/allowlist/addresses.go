@@ -1,4 +1,4 @@
-package egress
+package allowlist
 
 import "net/netip"
 
@@ -40,11 +40,11 @@ func mustPrefixes(ss ...string) []netip.Prefix {
 	return out
 }
 
-// forbidden reports whether addr is in one of prefixes, seen as itself and as the IPv4 address
+// Forbidden reports whether addr is in one of prefixes, seen as itself and as the IPv4 address
 // it stands for: a v4-mapped address (::ffff:10.0.0.1) and a NAT64 one (64:ff9b::a00:1) reach
 // the IPv4 address they embed. NAT64 as such is not forbidden: on an IPv6-only cluster with DNS64
 // it is how every IPv4-only public host is reached.
-func forbidden(addr netip.Addr, prefixes []netip.Prefix) bool {
+func Forbidden(addr netip.Addr, prefixes []netip.Prefix) bool {
 	addr = addr.WithZone("") // a zoned address is in no prefix
 	candidates := []netip.Addr{addr, addr.Unmap()}
 	if nat64.Contains(addr) {

@@ -1,4 +1,4 @@
-package egress
+package allowlist
 
 import (
 	"net/netip"
@@ -30,8 +30,8 @@ func TestForbidden(t *testing.T) {
 		{"2606:4700::1111", false}, {"::ffff:8.8.8.8", false}, {"64:ff9b::808:808", false},
 		{"fbff:ffff::1", false}, {"fe00::1", false},
 	} {
-		if got := forbidden(netip.MustParseAddr(c.addr), set); got != c.want {
-			t.Errorf("forbidden(%s) = %v, want %v", c.addr, got, c.want)
+		if got := Forbidden(netip.MustParseAddr(c.addr), set); got != c.want {
+			t.Errorf("Forbidden(%s) = %v, want %v", c.addr, got, c.want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package egress
+package allowlist
 
 import (
 	"fmt"
@@ -15,7 +15,7 @@ type hostPort struct {
 var defaultPorts = []int{443, 80}
 
 // AllowList is what the proxy lets through: names and ports, never addresses. It is built from a
-// Project (NewAllowList) and never changed: a changed Project gets a new one.
+// Project (egress.NewAllowList) and never changed after: a changed Project gets a new one.
 type AllowList struct {
 	exact map[hostPort]bool
 	// wildcard holds the domain of each "*.domain" entry: it matches the domain's subdomains at
@@ -23,7 +23,8 @@ type AllowList struct {
 	wildcard map[hostPort]bool
 }
 
-func newAllowList() *AllowList {
+// New is an empty list: it allows nothing until entries are added.
+func New() *AllowList {
 	return &AllowList{exact: map[hostPort]bool{}, wildcard: map[hostPort]bool{}}
 }
 
@@ -48,14 +49,14 @@ func (l *AllowList) Allows(host string, port int) bool {
 // Len is the number of host and port pairs on the list, a wildcard counting once per port.
 func (l *AllowList) Len() int { return len(l.exact) + len(l.wildcard) }
 
-// addEntry adds one spec.egress.allow entry: a host name or "*.domain", optionally ":port",
+// AddEntry adds one spec.egress.allow entry: a host name or "*.domain", optionally ":port",
 // ASCII only (an internationalised name in its xn-- form), and no address. The CRD's pattern
 // says the same; this is the check that holds whatever wrote the object.
-func (l *AllowList) addEntry(entry string) error {
+func (l *AllowList) AddEntry(entry string) error {
 	name, port, hasPort := strings.Cut(entry, ":")
 	ports := defaultPorts
 	if hasPort {
-		p, ok := parsePort(port)
+		p, ok := ParsePort(port)
 		if !ok {
 			return fmt.Errorf("port %q is not 1 to 65535", port)
 		}
@@ -87,5 +88,20 @@ func (l *AllowList) addEntry(entry string) error {
 	for _, p := range ports {
 		set[hostPort{name, p}] = true
 	}
+	return nil
+}
+
+// AddHost adds one host (as a URL names it: any case, perhaps Unicode) on one port; an address or
+// anything that is not a host name is an error.
+func (l *AllowList) AddHost(host string, port int) error {
+	h, reason := canonicalHost(host)
+	switch reason {
+	case "":
+	case ReasonIPLiteral:
+		return fmt.Errorf("its host is an address: the proxy refuses connections to addresses")
+	default:
+		return fmt.Errorf("its host %q is not a host name", host)
+	}
+	l.exact[hostPort{h, port}] = true
 	return nil
 }

@@ -1,4 +1,4 @@
-package egress
+package allowlist
 
 import (
 	"net/netip"
@@ -15,7 +15,14 @@ func FuzzCheck(f *testing.F) {
 		"", ".", "..", "a..b", strings.Repeat("a.", 130) + "com", "evil.example.org.attacker.test", "-x.example.org"} {
 		f.Add(seed, 443)
 	}
-	p := policyFor(f, "pkgs.example.com", "*.example.org", "xn--bcher-kva.example:8443")
+	list := New()
+	for _, entry := range []string{"pkgs.example.com", "*.example.org", "xn--bcher-kva.example:8443"} {
+		if err := list.AddEntry(entry); err != nil {
+			f.Fatal(err)
+		}
+	}
+	var p Policy
+	p.Set(list)
 	f.Fuzz(func(t *testing.T, host string, port int) {
 		got, reason := p.Check(host, port)
 		if reason != ReasonAllowed {

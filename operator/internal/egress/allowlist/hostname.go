@@ -1,4 +1,4 @@
-package egress
+package allowlist
 
 import (
 	"net/netip"
@@ -99,8 +99,8 @@ func isASCII(s string) bool {
 	return true
 }
 
-// parsePort parses a port of 1 to 65535 written in decimal digits only (no sign, no spaces).
-func parsePort(s string) (int, bool) {
+// ParsePort parses a port of 1 to 65535 written in decimal digits only (no sign, no spaces).
+func ParsePort(s string) (int, bool) {
 	if s == "" || len(s) > 5 || strings.Trim(s, "0123456789") != "" {
 		return 0, false
 	}

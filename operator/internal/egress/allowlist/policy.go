@@ -1,4 +1,9 @@
-package egress
+// Package allowlist decides, by name alone, what the egress proxy lets an agent reach: a host
+// request is made canonical (case, trailing dot, IDN, the spellings of an address) and checked
+// against the Project's entries, and the addresses an allowed name may not resolve to are listed.
+// It imports nothing of Kubernetes (egress.NewAllowList reads the Project), so its fuzz target
+// builds without instrumenting the cluster client.
+package allowlist
 
 import "sync/atomic"
 

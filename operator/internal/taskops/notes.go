@@ -1,8 +1,7 @@
-package api
+package taskops
 
 import (
 	"context"
-	"net/http"
 	"sync"
 	"time"
 
@@ -46,7 +45,7 @@ type taskNotes struct {
 }
 
 type pendingNote struct {
-	// cached is the caller's Task as authenticate read it from the cache.
+	// cached is the caller's Task as authentication read it from the cache.
 	cached    *tatarav1.Task
 	text      string
 	requestID string
@@ -58,7 +57,7 @@ type noteResult struct {
 	// recorded is false for a retry of a note that is already kept.
 	recorded bool
 	task     *tatarav1.Task
-	err      *apiError
+	err      *Error
 }
 
 const (
@@ -68,6 +67,30 @@ const (
 	// callers: the note of a caller that went away is still written for the others.
 	noteFlushTimeout = 30 * time.Second
 )
+
+// Note records a task note of the caller, durable before it returns, and mirrors it as an Event;
+// a retry of the call with the same requestID records nothing again.
+func (s *Service) Note(ctx context.Context, caller *tatarav1.Task, text, requestID string) *Error {
+	r := s.notes.record(ctx, caller, text, requestID)
+	if r.err != nil {
+		return r.err
+	}
+	if r.recorded {
+		s.event(r.task, string(tatarav1.ActivityNote), ActionTaskNote, text)
+	}
+	return nil
+}
+
+// QueuedNotes is how many notes of the Task wait behind its note write in flight, to be written
+// together by the next one (the HTTP tests of group commit wait on it).
+func (s *Service) QueuedNotes(task types.NamespacedName) int {
+	s.notes.mu.Lock()
+	defer s.notes.mu.Unlock()
+	if q := s.notes.tasks[task]; q != nil {
+		return len(q.pending)
+	}
+	return 0
+}
 
 func newNoteCommitter(c client.Client, reader client.Reader) *noteCommitter {
 	return &noteCommitter{client: c, reader: reader, tasks: map[types.NamespacedName]*taskNotes{}}
@@ -94,7 +117,7 @@ func (n *noteCommitter) record(ctx context.Context, cached *tatarav1.Task, text,
 	case r := <-p.done:
 		return r
 	case <-ctx.Done():
-		return noteResult{err: errorf(http.StatusServiceUnavailable, "task_note of task %q not confirmed before the call ended: %v", cached.Name, ctx.Err())}
+		return noteResult{err: errorf(Unavailable, "task_note of task %q not confirmed before the call ended: %v", cached.Name, ctx.Err())}
 	}
 }
 
@@ -154,7 +177,7 @@ func (n *noteCommitter) write(ctx context.Context, base *tatarav1.Task, batch []
 	}
 	results := make([]noteResult, len(batch))
 	var written *tatarav1.Task
-	var aerr *apiError
+	var aerr *Error
 	err := retry.RetryOnConflict(conflictBackoff, func() error {
 		aerr = nil
 		next, added := base.DeepCopy(), false
@@ -177,7 +200,7 @@ func (n *noteCommitter) write(ctx context.Context, base *tatarav1.Task, batch []
 		var latest tatarav1.Task
 		if err := n.reader.Get(ctx, client.ObjectKeyFromObject(cached), &latest); err != nil {
 			if apierrors.IsNotFound(err) {
-				aerr = errorf(http.StatusUnauthorized, "invalid token")
+				aerr = errorf(Unauthenticated, "invalid token")
 				return nil
 			}
 			return err
@@ -191,9 +214,9 @@ func (n *noteCommitter) write(ctx context.Context, base *tatarav1.Task, batch []
 	switch {
 	case aerr != nil:
 	case apierrors.IsConflict(err):
-		aerr = errorf(http.StatusServiceUnavailable, "task %q is being written by others, retry: %v", cached.Name, err)
+		aerr = errorf(Unavailable, "task %q is being written by others, retry: %v", cached.Name, err)
 	case err != nil:
-		aerr = errorf(http.StatusInternalServerError, "failed to record the notes of task %q: %v", cached.Name, err)
+		aerr = errorf(Internal, "failed to record the notes of task %q: %v", cached.Name, err)
 	}
 	for i := range results {
 		results[i].task, results[i].err = written, aerr

@@ -1,7 +1,6 @@
-package api
+package taskops
 
 import (
-	"net/http"
 	"slices"
 	"strings"
 
@@ -12,15 +11,15 @@ import (
 // subtask_create, per parent kind. Like the authorization table it is written out in full and
 // nothing is derived from it at runtime.
 //
-// The rule it follows: a child's operator tools (AllowedTools(child)) are a subset of its
-// parent's, so a subtask can never do more than the Task that created it. The one exception is
+// The rule it follows: a child's operator tools (rest.AllowedTools(child), the authorization
+// table) are a subset of its parent's, so a subtask can never do more than the Task that created it. The one exception is
 // review: an implement Task may ask for a review of its own change, and a review may record
 // review_verdict, which implement may not. Under issueLifecycle, review is a subset anyway.
 //
 // The table is maximal: for each kind that may call subtask_create (implement, issueLifecycle),
 // it lists every child kind the rule permits, and nothing is restricted beyond the rule. Kinds
 // without subtask_create in the authorization table have an empty row: their calls are refused
-// with 403 before the handler runs, so a row there would only be dead permission.
+// with 403 before any decision is asked, so a row there would only be dead permission.
 // TestSubtaskPolicyObeysTheRule and TestSubtaskPolicyIsMaximal prove both.
 var subtaskPolicy = map[tatarav1.TaskKind][]tatarav1.TaskKind{
 	tatarav1.KindImplement: {
@@ -72,8 +71,8 @@ const (
 	MaxChildrenPerTask = 10
 )
 
-// checkSubtaskKind is the per-kind policy: 403 when the parent's kind may not create child.
-func checkSubtaskKind(parent, child tatarav1.TaskKind) *apiError {
+// checkSubtaskKind is the per-kind policy: Forbidden when the parent's kind may not create child.
+func checkSubtaskKind(parent, child tatarav1.TaskKind) *Error {
 	if SubtaskAllowed(parent, child) {
 		return nil
 	}
@@ -85,21 +84,21 @@ func checkSubtaskKind(parent, child tatarav1.TaskKind) *apiError {
 	if list == "" {
 		list = "none"
 	}
-	return errorf(http.StatusForbidden, "subtask kind %q is not allowed under a %q Task (allowed: %s)", child, parent, list)
+	return errorf(Forbidden, "subtask kind %q is not allowed under a %q Task (allowed: %s)", child, parent, list)
 }
 
 // checkSubtaskLimits checks, in order, MaxSubtaskDepth, MaxChildrenPerTask and the Project's
 // maxActiveTasks for a new subtask of parent, at depth (0 for a root Task) with children
 // subtasks already created (finished ones count) and active Tasks in its Project (not
-// Succeeded, Failed or Cancelled). Each refusal is 429 and names the limit and its value.
-func checkSubtaskLimits(parent *tatarav1.Task, depth, children, active int, maxActiveTasks int32) *apiError {
+// Succeeded, Failed or Cancelled). Each refusal is LimitReached and names the limit and its value.
+func checkSubtaskLimits(parent *tatarav1.Task, depth, children, active int, maxActiveTasks int32) *Error {
 	if depth+1 > MaxSubtaskDepth {
-		return errorf(http.StatusTooManyRequests,
+		return errorf(LimitReached,
 			"subtask refused: task %q is at depth %d or deeper (a root Task's child is depth 1), so its subtask would pass MaxSubtaskDepth %d",
 			parent.Name, depth, MaxSubtaskDepth)
 	}
 	if children >= MaxChildrenPerTask {
-		return errorf(http.StatusTooManyRequests,
+		return errorf(LimitReached,
 			"subtask refused: task %q has already created %d subtasks (finished ones count), MaxChildrenPerTask is %d",
 			parent.Name, children, MaxChildrenPerTask)
 	}
@@ -107,7 +106,7 @@ func checkSubtaskLimits(parent *tatarav1.Task, depth, children, active int, maxA
 		maxActiveTasks = tatarav1.DefaultMaxActiveTasks
 	}
 	if active >= int(maxActiveTasks) {
-		return errorf(http.StatusTooManyRequests,
+		return errorf(LimitReached,
 			"subtask refused: project %q has %d active Tasks (not Succeeded, Failed or Cancelled), its spec.maxActiveTasks is %d",
 			parent.Spec.ProjectRef.Name, active, maxActiveTasks)
 	}

@@ -1,4 +1,4 @@
-package api
+package taskops
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 
 // leaseLock is a lock shared by every replica that serves the REST API: one Lease per key in
 // the operator's namespace, created to take the lock and deleted to give it back. Its holder
-// renews it every duration/3 for as long as it holds it, however long its handler runs; a Lease
+// renews it every duration/3 for as long as it holds it, however long its call runs; a Lease
 // not renewed for duration was left by a replica that died holding it, and is taken over. Reads
 // go to the API server (APIReader): a cached read could see a Lease that is already gone, or miss
 // one that was just created.

@@ -1,8 +1,7 @@
-package api
+package taskops
 
 import (
 	"fmt"
-	"net/http"
 	"strings"
 
 	tatarav1 "tatara.dev/operator/api/v1alpha1"
@@ -23,7 +22,7 @@ import (
 // tell whose work it holds (a branch name or a commit id), so it treats every review alike. The
 // text the asking agent sent is kept on the subtask, in ImplementerNotesAnnotation, for people;
 // the reviewer's agent is never given it. While a review runs, its parent sees neither its
-// activity, notes nor outcome, and may not cancel it (subtaskView, subtaskCancel).
+// activity, notes nor outcome, and may not cancel it (subtaskView, CancelSubtask).
 
 // ImplementerNotesAnnotation holds the directive an implement Task's agent sent with a review
 // subtask_create, cut to maxImplementerNotes bytes.
@@ -42,9 +41,9 @@ func isReview(child tatarav1.TaskKind) bool { return child == tatarav1.KindRevie
 // reviewRequest rewrites req, a review subtask of parent, into the operator's: the ref to review
 // and the operator's directive, written from asker's directive (see above). It returns the asking
 // agent's text for ImplementerNotesAnnotation. An implement parent's review is of its own branch:
-// another ref is a 400. Any other parent must name the ref: without one the review would read the
-// default branch, which no Task changed.
-func reviewRequest(parent, asker *tatarav1.Task, req *subtaskCreateRequest) (notes string, aerr *apiError) {
+// another ref is Invalid. Any other parent must name the ref (Invalid without): without one the
+// review would read the default branch, which no Task changed.
+func reviewRequest(parent, asker *tatarav1.Task, req *SubtaskSpec) (notes string, err *Error) {
 	notes = req.Directive
 	if len(notes) > maxImplementerNotes {
 		notes = strings.ToValidUTF8(notes[:maxImplementerNotes], "")
@@ -52,13 +51,13 @@ func reviewRequest(parent, asker *tatarav1.Task, req *subtaskCreateRequest) (not
 	if parent.Spec.Kind == tatarav1.KindImplement {
 		branch := agent.PushBranch(parent)
 		if req.Ref != "" && req.Ref != branch {
-			return "", errorf(http.StatusBadRequest, "field \"ref\": a review subtask reviews its parent's branch %q, not %q", branch, req.Ref)
+			return "", errorf(Invalid, "field \"ref\": a review subtask reviews its parent's branch %q, not %q", branch, req.Ref)
 		}
 		req.Ref, req.Directive = branch, reviewDirective(parent, asker, req.Repo, branch)
 		return notes, nil
 	}
 	if req.Ref == "" {
-		return "", errorf(http.StatusBadRequest, "field \"ref\": a review subtask of a %s Task names the branch or commit to review", parent.Spec.Kind)
+		return "", errorf(Invalid, "field \"ref\": a review subtask of a %s Task names the branch or commit to review", parent.Spec.Kind)
 	}
 	req.Directive = delegatedReviewDirective(parent, asker, req.Repo, req.Ref)
 	return notes, nil
