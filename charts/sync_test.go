@@ -18,13 +18,23 @@ func TestOperatorChartIsInSyncWithTheOperator(t *testing.T) {
 	}
 }
 
-// tokenReviewRole is the operator's one ClusterRole: create TokenReviews, for the warm pool's claims.
-const tokenReviewRole = "tatara-operator-token-review"
+// The operator's ClusterRoles, for what is cluster-scoped: create TokenReviews, for the warm pool's
+// claims, and read nodes, for the lost nodes' Tasks.
+const (
+	tokenReviewRole   = "tatara-operator-token-review"
+	nodeReadinessRole = "tatara-operator-node-readiness"
+)
+
+// clusterRoleRules are the rules each ClusterRole of the operator's grants, exactly.
+var clusterRoleRules = map[string]string{
+	tokenReviewRole:   `[{"apiGroups":["authentication.k8s.io"],"resources":["tokenreviews"],"verbs":["create"]}]`,
+	nodeReadinessRole: `[{"apiGroups":[""],"resources":["nodes"],"verbs":["get","list","watch"]}]`,
+}
 
 // TestOperatorRolesGrantTheNarrowedRules: what the operator's markers ask for is granted by the
 // chart's Roles, in the namespaces the operator uses it in (ConfigMaps in the runtime namespace,
 // Leases in the release namespace, the rest in each agent namespace), and by no ClusterRole but
-// the one that creates TokenReviews.
+// the one that creates TokenReviews and the one that reads nodes.
 func TestOperatorRolesGrantTheNarrowedRules(t *testing.T) {
 	agentRules, narrowed, err := opsync.ClusterRules(testutil.WorkspaceDir(t))
 	if err != nil {
@@ -34,8 +44,9 @@ func TestOperatorRolesGrantTheNarrowedRules(t *testing.T) {
 		"runtimeNamespace": "tatara-runtime",
 		"agentNamespaces":  map[string]any{"tatara-agents": nil, "team-b": map[string]any{}, "team-a": map[string]any{}},
 	})
-	// "" is the chart's one ClusterRole of the operator's: TokenReviews are cluster-scoped.
-	roleNS := map[string]string{"configmaps": "tatara-runtime", "leases": "tatara-system", "tokenreviews": ""}
+	// A cluster-scoped resource (TokenReviews, nodes) is granted by its ClusterRole (clusterRoleOf).
+	roleNS := map[string]string{"configmaps": "tatara-runtime", "leases": "tatara-system", "tokenreviews": "", "nodes": ""}
+	clusterRoleOf := map[string]string{"tokenreviews": tokenReviewRole, "nodes": nodeReadinessRole}
 	type need struct{ res, ns string }
 	var needs []need
 	var verbs [][]string
@@ -54,7 +65,7 @@ func TestOperatorRolesGrantTheNarrowedRules(t *testing.T) {
 	for i, n := range needs {
 		granted := map[string]bool{}
 		for _, o := range r.objects {
-			if n.ns == "" && (o.GetKind() != "ClusterRole" || o.GetName() != tokenReviewRole) {
+			if n.ns == "" && (o.GetKind() != "ClusterRole" || o.GetName() != clusterRoleOf[n.res]) {
 				continue
 			}
 			if n.ns != "" && (o.GetKind() != "Role" || o.GetNamespace() != n.ns) {
@@ -79,10 +90,9 @@ func TestOperatorRolesGrantTheNarrowedRules(t *testing.T) {
 		switch o.GetKind() {
 		case "ClusterRole", "ClusterRoleBinding":
 			// The release check (a helm test pod, not the operator) may get the two CRDs; the
-			// operator may create TokenReviews, nothing else.
-			if o.GetName() == tokenReviewRole {
+			// operator may create TokenReviews and read nodes, nothing else.
+			if want, ok := clusterRoleRules[o.GetName()]; ok {
 				if o.GetKind() == "ClusterRole" {
-					want := `[{"apiGroups":["authentication.k8s.io"],"resources":["tokenreviews"],"verbs":["create"]}]`
 					if got, _ := json.Marshal(nested(t, o, "rules")); string(got) != want {
 						t.Errorf("%s grants %s, want exactly %s", describe(o), got, want)
 					}

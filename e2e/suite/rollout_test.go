@@ -54,28 +54,41 @@ func waitingAgentScript(id string) string {
 		"say done")
 }
 
-// waitingAgent starts a Task running waitingAgentScript and returns it with its pod once the agent
-// is in its shell step (its first operator call made).
-func waitingAgent(ctx context.Context, t *testing.T, cfg *envconf.Config, name string) (*tatarav1.Task, *corev1.Pod) {
+// waitingAgent starts a Task running waitingAgentScript, in a copy of the demo Project changed by
+// mutate, and returns it with its pod once the agent is in its shell step (its first operator call
+// made).
+func waitingAgent(ctx context.Context, t *testing.T, cfg *envconf.Config, name string, mutate ...func(*tatarav1.Project)) (*tatarav1.Task, *corev1.Pod) {
 	t.Helper()
 	r, cs := clients(t, cfg)
-	project := projectCopy(ctx, t, cfg, name, withToolSearch(tatarav1.ToolSearchOff))
+	project := projectCopy(ctx, t, cfg, name, func(p *tatarav1.Project) {
+		withToolSearch(tatarav1.ToolSearchOff)(p)
+		for _, m := range mutate {
+			m(p)
+		}
+	})
 	t.Cleanup(func() { deleteProjects(context.Background(), t, r, project) })
 	task := newTask(name, project.Name, tatarav1.KindImplement, waitingAgentScript(name))
 	if err := r.Create(ctx, task); err != nil {
 		t.Fatal(err)
 	}
+	return task, agentStarted(ctx, t, r, cs, task, "")
+}
+
+// agentStarted waits until the agent in the Task's pod has made its first MCP request, in a pod
+// other than the one with uid before (none when empty), and returns that pod.
+func agentStarted(ctx context.Context, t *testing.T, r *resources.Resources, cs *kubernetes.Clientset, task *tatarav1.Task, before types.UID) *corev1.Pod {
+	t.Helper()
 	var pod corev1.Pod
 	err := wait.For(func(ctx context.Context) (bool, error) {
-		if found, err := taskPod(ctx, r, task, &pod); !found {
+		if found, err := taskPod(ctx, r, task, &pod); !found || pod.UID == before {
 			return false, err
 		}
 		return strings.Contains(podLogs(ctx, cs, &pod, "cli"), `"msg":"first mcp request"`), nil
 	}, wait.WithContext(ctx), wait.WithTimeout(waitTimeout), wait.WithInterval(time.Second))
 	if err != nil {
-		t.Fatalf("task %s: the agent never made its first MCP request: %v", name, err)
+		t.Fatalf("task %s: the agent never made its first MCP request in a pod other than %q: %v", task.Name, before, err)
 	}
-	return task, &pod
+	return &pod
 }
 
 // releaseAgent lets a waitingAgent finish, and checks that its Task Succeeded and that no tool

@@ -17,8 +17,8 @@ import (
 // alone feature waits on it. make e2e runs go test with -parallel above the number of features:
 // an alone feature holds its slot while it waits.
 //
-// Alone: TestOperatorRollouts and TestLeaderFailover (rollout_test.go) and TestUpgradeAndRollback
-// (upgrade_test.go); every other feature is shared. The 2-core kind node has CPU requests for
+// Alone: TestOperatorRollouts and TestLeaderFailover (rollout_test.go), TestUpgradeAndRollback
+// (upgrade_test.go) and TestLostNode (nodelost_test.go); every other feature is shared. The 2-core kind node has CPU requests for
 // about nine agent pods at once besides the system's (seven before the control plane's were
 // lowered: hack/kind-cluster.yaml), and a pod past them waits unscheduled. Teardown: each feature
 // deletes what it created in its Teardown step with deleting (helpers_test.go); the cluster

@@ -58,6 +58,8 @@ func main() {
 	flag.StringVar(&opts.Controller.OperatorURL, "operator-url", "http://tatara-operator.tatara-system.svc:8082", "TATARA_OPERATOR_URL given to agent pods")
 	flag.StringVar(&opts.Controller.MemoryURL, "memory-url", "", "TATARA_MEMORY_URL given to agent pods")
 	flag.StringVar(&opts.Controller.ChatURL, "chat-url", "", "TATARA_CHAT_URL given to agent pods")
+	flag.DurationVar(&opts.Controller.NodeLostAfter, "node-lost-after", controller.DefaultNodeLostAfter,
+		"how long a node may not be Ready before the Tasks whose agent pods run on it end or retry")
 	flag.IntVar(&opts.MaxConcurrentReconciles, "max-concurrent-reconciles", 8, "Tasks reconciled in parallel (make bench-scale chose the default)")
 	flag.Int64Var(&opts.MaxBodyBytes, "api-max-body-bytes", 16<<10, "largest REST request body accepted (413 above)")
 	flag.Float64Var(&opts.APIRateLimit.PerSecond, "api-rate-limit", rest.DefaultRateLimit,

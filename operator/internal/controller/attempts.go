@@ -104,7 +104,14 @@ func (r *TaskReconciler) ensurePod(ctx context.Context, task *tatarav1.Task, pro
 			return nil, err
 		}
 		if pod != nil {
-			if pod.DeletionTimestamp.IsZero() {
+			switch {
+			case cur.Reason == tatarav1.ReasonNodeLost && pod.UID == cur.PodUID:
+				// Its node will never confirm a graceful end (node_lost.go): deleting it
+				// gracefully, or the eviction that did, would leave it Terminating for ever.
+				if err := r.forceDeletePod(ctx, pod); err != nil {
+					return nil, err
+				}
+			case pod.DeletionTimestamp.IsZero():
 				// Make sure it is the lost pod, not a newer attempt's that a stale cached Task
 				// does not show yet.
 				if err := r.confirmFresh(ctx, task); err != nil {

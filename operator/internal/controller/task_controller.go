@@ -82,6 +82,9 @@ type Config struct {
 	// or "" when the API is plain HTTP or its certificate needs no CA of its own. It is called
 	// for each pod, so a CA the operator issues anew reaches the pods created after it.
 	OperatorCABundle func() string
+	// NodeLostAfter is how long a node may not be Ready before the attempts whose pods run on it
+	// are lost (node_lost.go); 0 is DefaultNodeLostAfter.
+	NodeLostAfter time.Duration
 }
 
 // TaskReconciler reconciles a Task object.
@@ -101,6 +104,7 @@ type TaskReconciler struct {
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 
@@ -216,8 +220,20 @@ func (r *TaskReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res c
 		r.endTask(&task, tatarav1.PhaseFailed, tatarav1.ReasonSidecarRestarted, msg)
 		return ctrl.Result{}, nil
 	}
+	msg, lost, recheck, err := r.nodeLoss(ctx, pod, time.Now())
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if lost {
+		// The pod is deleted once this is recorded: by the retry (ensurePod) or, for a Task that
+		// ends here, deleteStoppedPod.
+		r.attemptLost(&task, retryAllowed(&project, &task), tatarav1.ReasonNodeLost,
+			fmt.Sprintf("agent pod %s%s %s", pod.Name, attemptNote(&task), msg))
+		return ctrl.Result{}, nil
+	}
 	r.mirrorPod(&task, pod, retryAllowed(&project, &task))
-	return ctrl.Result{}, nil
+	// A node that is not Ready yet not lost: look again when it would be.
+	return ctrl.Result{RequeueAfter: recheck}, nil
 }
 
 func ownedBy(o client.Object, task *tatarav1.Task) bool {
@@ -308,7 +324,7 @@ func (r *TaskReconciler) checkSecret(ctx context.Context, task *tatarav1.Task, s
 // on the sidecar's port. The pods of other ends stop on their own or were deleted before.
 func (r *TaskReconciler) deleteStoppedPod(ctx context.Context, task *tatarav1.Task) error {
 	cur := task.Status.CurrentAttempt()
-	if cur == nil || cur.Reason != tatarav1.ReasonSidecarRestarted || cur.PodUID == "" {
+	if cur == nil || (cur.Reason != tatarav1.ReasonSidecarRestarted && cur.Reason != tatarav1.ReasonNodeLost) || cur.PodUID == "" {
 		return nil
 	}
 	var pod corev1.Pod
@@ -317,6 +333,9 @@ func (r *TaskReconciler) deleteStoppedPod(ctx context.Context, task *tatarav1.Ta
 	}
 	if pod.UID != cur.PodUID {
 		return nil
+	}
+	if cur.Reason == tatarav1.ReasonNodeLost {
+		return r.forceDeletePod(ctx, &pod)
 	}
 	return r.deletePod(ctx, &pod)
 }
@@ -442,6 +461,8 @@ func (r *TaskReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Opti
 		For(&tatarav1.Task{}).
 		Watches(&corev1.Pod{}, podEvents(handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &tatarav1.Task{}, handler.OnlyControllerOwner()))).
 		Owns(&corev1.Secret{}).
+		// A node whose readiness changes: the Tasks whose pods it runs (node_lost.go).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.tasksOnNode), builder.WithPredicates(nodeReadinessChanged)).
 		Watches(&tatarav1.Project{}, handler.EnqueueRequestsFromMapFunc(r.tasksOfProject)).
 		// A cancelled Task's unfinished descendants, to cancel them too.
 		Watches(&tatarav1.Task{}, handler.EnqueueRequestsFromMapFunc(r.descendantsOfCancelled)).

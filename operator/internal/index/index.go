@@ -34,6 +34,9 @@ const (
 	// cli derives from theirs (tasktoken.ForAudience), so a backend's token review finds the
 	// Task token it was derived from, again without tokens in clear as index keys.
 	SecretAudienceToken = "audienceToken"
+	// PodNode indexes the cached (agent and pool) pods by the node they are bound to: the pods a
+	// node's loss ends.
+	PodNode = "spec.nodeName"
 )
 
 // AudienceTokenKey is the SecretAudienceToken key of an audience token: the audience and the
@@ -64,6 +67,14 @@ func Register(ctx context.Context, idx client.FieldIndexer) error {
 		return nil
 	}); err != nil {
 		return fmt.Errorf("failed to index tasks by %q: %w", TaskParent, err)
+	}
+	if err := idx.IndexField(ctx, &corev1.Pod{}, PodNode, func(o client.Object) []string {
+		if n := o.(*corev1.Pod).Spec.NodeName; n != "" {
+			return []string{n}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("failed to index pods by %q: %w", PodNode, err)
 	}
 	if err := idx.IndexField(ctx, &corev1.Secret{}, SecretAudienceToken, func(o client.Object) []string {
 		tok := string(o.(*corev1.Secret).Data[agent.TokenKey])

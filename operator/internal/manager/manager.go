@@ -35,6 +35,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -283,7 +284,8 @@ func loadAPITLS(ctx context.Context, cfg *restclient.Config, scheme *runtime.Sch
 }
 
 // cacheOptions scopes the cache: every object to agentNamespaces (all namespaces when empty),
-// pods and Secrets further to the operator's label, ConfigMaps to runtimeNamespace alone. It
+// pods and Secrets further to the operator's label, ConfigMaps to runtimeNamespace alone, nodes
+// (cluster-scoped) to their Ready condition. It
 // strips managedFields from everything it holds, and pods to what the operator reads (trimPod).
 func cacheOptions(agentNamespaces []string, runtimeNamespace string, managed labels.Selector) cache.Options {
 	var defaults map[string]cache.Config
@@ -302,8 +304,29 @@ func cacheOptions(agentNamespaces []string, runtimeNamespace string, managed lab
 			&corev1.Secret{}:    {Label: managed},
 			&corev1.Pod{}:       {Label: managed, Transform: trimPod},
 			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{runtimeNamespace: {}}},
+			// Cluster-scoped: every node, each kept as its name and Ready condition (trimNode).
+			&corev1.Node{}: {Transform: trimNode},
 		},
 	}
+}
+
+// trimNode keeps of a node what the operator reads: its name and uid and its Ready condition,
+// which says when its agent pods are lost (controller/node_lost.go). A node's images, addresses,
+// capacity and other conditions are most of its memory, in clusters of thousands of nodes.
+func trimNode(obj any) (any, error) {
+	node, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil
+	}
+	out := &corev1.Node{TypeMeta: node.TypeMeta, ObjectMeta: metav1.ObjectMeta{
+		Name: node.Name, UID: node.UID, ResourceVersion: node.ResourceVersion,
+	}}
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			out.Status.Conditions = []corev1.NodeCondition{c}
+		}
+	}
+	return out, nil
 }
 
 // trimPod keeps of a pod what the operator reads from its cache: the metadata (without
