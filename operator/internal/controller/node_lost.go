@@ -59,12 +59,31 @@ func (r *TaskReconciler) nodeLoss(ctx context.Context, pod *corev1.Pod, now time
 	if after <= 0 {
 		after = DefaultNodeLostAfter
 	}
+	// A pod bound after its node stopped being Ready was placed there by a scheduler that saw the
+	// node back (its kubelet answered again), before this cache did: its time counts from then.
 	since := ready.LastTransitionTime.Time
+	if bound := boundAt(pod); bound.After(since) {
+		since = bound
+	}
 	if wait := since.Add(after).Sub(now); wait > 0 {
 		return "", false, wait, nil
 	}
 	return fmt.Sprintf("was lost with its node %s: not Ready (%s: %s) since %s, %s or more", node.Name, ready.Status,
-		ready.Reason, since.UTC().Format(time.RFC3339), after), true, 0, nil
+		ready.Reason, ready.LastTransitionTime.UTC().Format(time.RFC3339), after), true, 0, nil
+}
+
+// boundAt is when pod was bound to its node: its PodScheduled condition's last transition, else
+// its start time (zero when neither is known).
+func boundAt(pod *corev1.Pod) time.Time {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue {
+			return c.LastTransitionTime.Time
+		}
+	}
+	if pod.Status.StartTime != nil {
+		return pod.Status.StartTime.Time
+	}
+	return time.Time{}
 }
 
 func nodeReady(node *corev1.Node) *corev1.NodeCondition {

@@ -52,7 +52,9 @@ func bindRunning(t *testing.T, pod *corev1.Pod, node *corev1.Node) {
 	if err := k8s.SubResource("binding").Create(context.Background(), pod, binding); err != nil {
 		t.Fatalf("failed to bind pod %s to node %s: %v", pod.Name, node.Name, err)
 	}
-	setPodStatus(t, pod, func(s *corev1.PodStatus) { s.Phase = corev1.PodRunning })
+	setPodStatus(t, pod, func(s *corev1.PodStatus) {
+		s.Phase, s.StartTime = corev1.PodRunning, &metav1.Time{Time: time.Now()}
+	})
 }
 
 // TestLostNodeEndsOrRetriesItsTask: a node that stops being Ready takes the attempts of the pods
@@ -66,7 +68,7 @@ func TestLostNodeEndsOrRetriesItsTask(t *testing.T) {
 	ns := newNamespace(t)
 	newProject(t, ns, "once", func(p *tatarav1.Project) { p.Spec.Agent.RetryOnPodLoss = false })
 	newProject(t, ns, "retry", func(p *tatarav1.Project) { p.Spec.Agent.RetryOnPodLoss = true })
-	node, other := newNode(t), newNode(t)
+	node, other, back := newNode(t), newNode(t), newNode(t)
 
 	ends := newTask(t, ns, "ends", "once", tatarav1.KindImplement)
 	retried := newTask(t, ns, "retried", "retry", tatarav1.KindImplement)
@@ -103,6 +105,19 @@ func TestLostNodeEndsOrRetriesItsTask(t *testing.T) {
 	})
 	if tok := token(t, ns, retried.Name); tok == firstToken {
 		t.Error("the retry runs with the lost pod's token")
+	}
+
+	// A pod bound to a node whose Ready condition the cache still shows false from long before (the
+	// scheduler saw the node back first): its loss counts from its binding, not from the node's
+	// old transition.
+	setNodeReady(t, back, corev1.ConditionUnknown, "NodeStatusUnknown", time.Now().Add(-time.Minute))
+	late := newTask(t, ns, "late", "once", tatarav1.KindImplement)
+	latePod := waitPod(t, ns, late.Name)
+	boundAt := time.Now().Truncate(time.Second)
+	bindRunning(t, &latePod, back)
+	got = waitEnded(t, ns, late.Name, tatarav1.PhaseFailed, tatarav1.ReasonNodeLost)
+	if end := got.Status.Attempts[0].FinishedAt; end == nil || end.Time.Before(boundAt.Add(nodeLostAfter)) {
+		t.Errorf("the pod bound at %v to a node not Ready for a minute was lost at %v, before %s had passed since its binding", boundAt, end, nodeLostAfter)
 	}
 
 	if task := getTask(t, ns, stays.Name); task.Status.Phase.Terminal() || len(task.Status.Attempts) != 1 || task.Status.Attempts[0].Finished() {
