@@ -4,6 +4,7 @@ package suite
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
@@ -93,6 +94,20 @@ func TestLostNode(t *testing.T) {
 
 			restarted := time.Now()
 			kubelet("start")
+			var scheduling string // what the retry's pod says of its scheduling, for a failure
+			waitFor(ctx, t, "attempt 2's pod bound to a node", func(ctx context.Context) (bool, error) {
+				var p corev1.Pod
+				if found, err := taskPod(ctx, r, task, &p); !found || p.UID == first.UID {
+					scheduling = "no pod of attempt 2 yet"
+					return false, err
+				}
+				for _, c := range p.Status.Conditions {
+					if c.Type == corev1.PodScheduled {
+						scheduling = fmt.Sprintf("pod %s: %s %s %s", p.UID, c.Status, c.Reason, c.Message)
+					}
+				}
+				return p.Spec.NodeName != "", nil
+			}, func() string { return scheduling })
 			second := agentStarted(ctx, t, r, cs, task, first.UID)
 			logf("lost node: kubelet back; attempt 2's agent made its first MCP request %s later", time.Since(restarted).Round(time.Second))
 			releaseAgent(ctx, t, cfg, task, second)
@@ -110,10 +125,15 @@ func TestLostNode(t *testing.T) {
 	testenv.Test(t, f.Feature())
 }
 
-// waitFor waits up to waitTimeout for cond, and fails the test naming what it waited for.
-func waitFor(ctx context.Context, t *testing.T, what string, cond func(context.Context) (bool, error)) {
+// waitFor waits up to waitTimeout for cond, and fails the test naming what it waited for and what
+// last said (when given) of the state it saw.
+func waitFor(ctx context.Context, t *testing.T, what string, cond func(context.Context) (bool, error), last ...func() string) {
 	t.Helper()
 	if err := wait.For(cond, wait.WithContext(ctx), wait.WithTimeout(waitTimeout), wait.WithInterval(time.Second)); err != nil {
-		t.Fatalf("waiting until %s: %v", what, err)
+		seen := ""
+		for _, l := range last {
+			seen += "; last seen: " + l()
+		}
+		t.Fatalf("waiting until %s: %v%s", what, err, seen)
 	}
 }

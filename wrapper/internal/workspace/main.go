@@ -39,6 +39,8 @@ func Main(args []string, stderr io.Writer) int {
 	fs.StringVar(&o.Ref, "ref", "", "branch, tag or full commit id (default: the remote's default branch)")
 	fs.IntVar(&o.Depth, "depth", 1, "commits to fetch; 0 fetches the whole history")
 	fs.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "bound on the whole preparation")
+	fs.DurationVar(&o.UnreachableRetryFor, "unreachable-retry-for", DefaultUnreachableRetryFor,
+		"how long a repository host that cannot be reached is tried again (0: once)")
 	fs.StringVar(&o.Dir, "dir", "/workspace", "directory to clone into (must be empty)")
 	fs.StringVar(&o.CredentialsDir, "credentials-dir", "", "mounted credentials Secret (empty: anonymous)")
 	fs.StringVar(&o.CredentialsSecret, "credentials-secret", "", "the credentials Secret's name, for messages")

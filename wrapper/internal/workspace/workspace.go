@@ -38,6 +38,11 @@ const (
 	DefaultUsername = "x-access-token"
 )
 
+// DefaultUnreachableRetryFor covers the cluster's DNS and Services coming back, after a node that
+// was lost (the Task's retry starts the moment the node is Ready, before CoreDNS is) or a CoreDNS
+// rollout, while a host that does not exist still fails within a minute.
+const DefaultUnreachableRetryFor = time.Minute
+
 // maxStderr bounds how much of git's stderr is kept for the failure message (the tail: git's
 // fatal line is last).
 const maxStderr = 2048
@@ -52,6 +57,10 @@ type Options struct {
 	Depth int
 	// Timeout bounds the whole preparation.
 	Timeout time.Duration
+	// UnreachableRetryFor is how long a clone (or a commit's fetch) whose host cannot be reached
+	// (no DNS answer, refused, no route) is tried again, inside Timeout; 0 tries once. The
+	// workspace-init command uses DefaultUnreachableRetryFor.
+	UnreachableRetryFor time.Duration
 	// Dir is the (empty) directory to clone into.
 	Dir string
 	// CredentialsDir holds the mounted credentials Secret; empty means an anonymous clone.
@@ -133,7 +142,9 @@ func Prepare(ctx context.Context, opts Options, log *slog.Logger) error {
 			err = r.run(ctx, opts.Dir, "remote", "add", "origin", opts.URL)
 		}
 		if err == nil {
-			err = r.run(ctx, opts.Dir, append(append([]string{"fetch", "-q"}, depthArgs(opts.Depth)...), "origin", opts.Ref)...)
+			err = retryUnreachable(ctx, opts.UnreachableRetryFor, log, func() error {
+				return r.run(ctx, opts.Dir, append(append([]string{"fetch", "-q"}, depthArgs(opts.Depth)...), "origin", opts.Ref)...)
+			})
 		}
 		if err == nil {
 			err = r.run(ctx, opts.Dir, "checkout", "-q", "--detach", "FETCH_HEAD")
@@ -143,7 +154,10 @@ func Prepare(ctx context.Context, opts Options, log *slog.Logger) error {
 		if opts.Ref != "" {
 			args = append(args, "--branch", opts.Ref)
 		}
-		err = r.run(ctx, "", append(args, "--", opts.URL, opts.Dir)...)
+		// A failed clone removes the directory it created, so a retry starts clean.
+		err = retryUnreachable(ctx, opts.UnreachableRetryFor, log, func() error {
+			return r.run(ctx, "", append(args, "--", opts.URL, opts.Dir)...)
+		})
 	}
 	if err != nil {
 		return err
@@ -176,6 +190,28 @@ func Prepare(ctx context.Context, opts Options, log *slog.Logger) error {
 		slog.String("branch", opts.Branch), slog.Bool("push_gateway", opts.PushURL != ""),
 		slog.Float64("clone_seconds", cloned.Seconds()), slog.Float64("total_seconds", time.Since(start).Seconds()))
 	return nil
+}
+
+// retryUnreachable runs step until it succeeds, fails for another reason than an unreachable host,
+// or the next try would start after window (or ctx ends), waiting 1 s, then twice as long each
+// time, at most 10 s. Each retry is logged with the error that caused it.
+func retryUnreachable(ctx context.Context, window time.Duration, log *slog.Logger, step func() error) error {
+	deadline := time.Now().Add(window)
+	wait := time.Second
+	for {
+		err := step()
+		var we *Error
+		if err == nil || !errors.As(err, &we) || we.Reason != ws.Unreachable || time.Now().Add(wait).After(deadline) {
+			return err
+		}
+		log.Warn("repository host unreachable, trying again", slog.Float64("in_seconds", wait.Seconds()), slog.String("error", we.Message))
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 10*time.Second)
+	}
 }
 
 func validate(opts Options) error {
