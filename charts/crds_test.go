@@ -18,8 +18,8 @@ func TestOperatorChartRendersItsCRDs(t *testing.T) {
 		t.Fatalf("charts/tatara-operator/crds exists (%v): Helm would install it once and never upgrade it", err)
 	}
 	files, err := filepath.Glob(filepath.Join(chartDir(t, "tatara-operator"), "files", "crds", "*.yaml"))
-	if err != nil || len(files) != 2 {
-		t.Fatalf("files/crds holds %v (%v), want the Project and Task CRDs", files, err)
+	if err != nil || len(files) != 3 {
+		t.Fatalf("files/crds holds %v (%v), want the Project, Task and InternalIssue CRDs", files, err)
 	}
 	for _, tc := range []struct {
 		name     string
@@ -27,8 +27,8 @@ func TestOperatorChartRendersItsCRDs(t *testing.T) {
 		wantCRDs int
 		wantKeep bool
 	}{
-		{"defaults", nil, 2, true},
-		{"not kept", map[string]any{"crds": map[string]any{"keep": false}}, 2, false},
+		{"defaults", nil, 3, true},
+		{"not kept", map[string]any{"crds": map[string]any{"keep": false}}, 3, false},
 		{"installed elsewhere", map[string]any{"crds": map[string]any{"enabled": false}}, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

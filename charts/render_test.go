@@ -515,7 +515,8 @@ func TestDashboardParsesAndCoversTheObservabilityContract(t *testing.T) {
 			}
 		}
 	}
-	for _, m := range []string{"tatara_mcp_internal_issue_total", "tatara_wrapper_internal_issue_total", "tatara_mcp_registered_tools", "tatara_mcp_tool_calls_total"} {
+	for _, m := range []string{"tatara_mcp_internal_issue_total", "tatara_wrapper_internal_issue_total", "tatara_mcp_registered_tools", "tatara_mcp_tool_calls_total",
+		"tatara_operator_internal_issues_open"} {
 		if !selected[m] {
 			t.Errorf("no dashboard panel queries %s (queried: %v)", m, selected)
 		}

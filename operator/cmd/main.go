@@ -20,6 +20,7 @@ import (
 	"tatara.dev/operator/internal/manager"
 	"tatara.dev/operator/internal/releasecheck"
 	"tatara.dev/operator/internal/rest"
+	"tatara.dev/operator/internal/taskops"
 )
 
 func main() {
@@ -70,6 +71,12 @@ func main() {
 		"REST requests per second each source address may make, before authentication (0 turns the limit off)")
 	flag.IntVar(&opts.APISourceRateLimit.Burst, "api-source-rate-burst", rest.DefaultSourceRateBurst,
 		"REST requests each source address may make at once before --api-source-rate-limit applies (0 turns the limit off)")
+	flag.Float64Var(&opts.InternalIssueRateLimit.PerSecond, "internal-issue-rate-limit", rest.DefaultInternalIssueRateLimit.PerSecond,
+		"internal-issue reports per second each Task may send on average, apart from --api-rate-limit; above it 429 (0 turns the limit off)")
+	flag.IntVar(&opts.InternalIssueRateLimit.Burst, "internal-issue-rate-burst", rest.DefaultInternalIssueRateLimit.Burst,
+		"internal-issue reports each Task may send at once before --internal-issue-rate-limit applies (0 turns the limit off)")
+	flag.IntVar(&opts.InternalIssuesPerProject, "internal-issues-per-project", taskops.DefaultInternalIssuesPerProject,
+		"InternalIssue records one Project may hold; the reports of new groups past it are counted in the Project's overflow record")
 	flag.TextVar(&level, "log-level", slog.LevelInfo, "log level: DEBUG, INFO, WARN or ERROR")
 	flag.Parse()
 	opts.AgentNamespaces = manager.ParseNamespaces(agentNamespaces)

@@ -100,6 +100,19 @@ func (r Retry) backoff(retry int) time.Duration {
 
 // Do sends req and returns the response body as text.
 func (c *Client) Do(ctx context.Context, req catalog.Request) (string, error) {
+	var key string
+	if c.IdempotencyKeys && req.Method != http.MethodGet && req.Method != http.MethodHead {
+		key = newIdempotencyKey()
+	}
+	return c.DoWithKey(ctx, req, key)
+}
+
+// NewIdempotencyKey returns a fresh key for DoWithKey.
+func NewIdempotencyKey() string { return newIdempotencyKey() }
+
+// DoWithKey is Do with the caller's idempotency key ("" for none), for a caller that tries one
+// call again after Do gave up on it: the backend then counts it once, whichever try it took.
+func (c *Client) DoWithKey(ctx context.Context, req catalog.Request, key string) (string, error) {
 	u := strings.TrimRight(c.BaseURL, "/") + req.Path
 	if len(req.Query) > 0 {
 		u += "?" + req.Query.Encode()
@@ -111,10 +124,6 @@ func (c *Client) Do(ctx context.Context, req catalog.Request) (string, error) {
 			return "", fmt.Errorf("failed to encode %s request body: %w", c.Name, err)
 		}
 		payload = b
-	}
-	var key string
-	if c.IdempotencyKeys && req.Method != http.MethodGet && req.Method != http.MethodHead {
-		key = newIdempotencyKey()
 	}
 	attempts := max(c.Retry.Attempts, 1)
 	var resp *http.Response

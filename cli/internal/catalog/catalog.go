@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"tatara.dev/cli/pkg/internalissue"
 )
 
 // Group is the family a tool belongs to; profiles grant whole groups.
@@ -115,6 +117,9 @@ type Deps struct {
 	Logger         *slog.Logger
 	Context        map[string]string
 	InternalIssues func(category, severity string)
+	// RecordIssue hands a valid report to the operator's record (issuerecord); nil when that is
+	// off. It must not block.
+	RecordIssue func(internalissue.Report)
 }
 
 // Tool is one catalog entry.

@@ -6,18 +6,19 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+
+	"tatara.dev/cli/pkg/internalissue"
 )
 
 // ReportInternalIssue is the platform self-report tool. The wrapper matches the
 // agent-side name mcp__tatara__<this> in the transcript, so renaming it is a breaking change.
 const ReportInternalIssue = "report_internal_issue"
 
-// Issue categories and severities of report_internal_issue: the one source (the wrapper reads
-// them through pkg/profiles).
+// Issue categories and severities of report_internal_issue (pkg/internalissue holds them for the
+// wrapper and the operator too).
 var (
-	IssueCategories = []string{"tool_error", "directive_contradiction", "workspace_broken",
-		"memory_inconsistent", "graph_inconsistent", "auth", "other"}
-	IssueSeverities = []string{"warn", "error"}
+	IssueCategories = internalissue.Categories()
+	IssueSeverities = internalissue.Severities()
 )
 
 // PlatformTools are the cross-cutting tools that run in the cli process itself.
@@ -68,7 +69,7 @@ func reportInternalIssue(ctx context.Context, deps Deps, args map[string]any) (s
 		return "", &ArgError{Arg: "category", Reason: fmt.Sprintf("must be one of %s, got %q", strings.Join(IssueCategories, ", "), f.category)}
 	}
 	if f.severity == "" {
-		f.severity = "error"
+		f.severity = internalissue.DefaultSeverity
 	}
 	if !slices.Contains(IssueSeverities, f.severity) {
 		return "", &ArgError{Arg: "severity", Reason: fmt.Sprintf("must be one of %s, got %q", strings.Join(IssueSeverities, ", "), f.severity)}
@@ -88,6 +89,12 @@ func reportInternalIssue(ctx context.Context, deps Deps, args map[string]any) (s
 	}
 	if deps.InternalIssues != nil {
 		deps.InternalIssues(f.category, f.severity)
+	}
+	// Logged and counted first: recording it in the operator happens after this answer, in the
+	// background, and can neither delay nor fail the call.
+	if deps.RecordIssue != nil {
+		deps.RecordIssue(internalissue.Report{Category: f.category, Severity: f.severity, Description: f.description,
+			OffendingTool: f.offendingTool, ResourceID: f.resourceID})
 	}
 	return fmt.Sprintf("Reported %s issue (%s). The platform team will see it; continue your task if you can.", f.category, f.severity), nil
 }

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -22,11 +23,13 @@ import (
 
 	"tatara.dev/cli/internal/backend"
 	"tatara.dev/cli/internal/catalog"
+	"tatara.dev/cli/internal/issuerecord"
 	"tatara.dev/cli/internal/mcpserver"
 	"tatara.dev/cli/internal/obs"
 	"tatara.dev/cli/pkg/agentpod"
 	"tatara.dev/cli/pkg/buildinfo"
 	"tatara.dev/cli/pkg/claim"
+	"tatara.dev/cli/pkg/internalissue"
 	"tatara.dev/cli/pkg/scrapewait"
 )
 
@@ -43,6 +46,10 @@ const (
 	// EnvOperatorCABundle is the PEM CA bundle the operator client trusts instead of the system
 	// roots; the operator sets it when its REST API serves TLS with a CA (docs/security.md).
 	EnvOperatorCABundle = "TATARA_OPERATOR_CA_BUNDLE"
+	// EnvRecordInternalIssues, "true", sends each report_internal_issue report to the operator to
+	// be recorded (InternalIssue), after it is logged and counted; the operator sets it from the cli
+	// chart's internalIssues.record.
+	EnvRecordInternalIssues = "TATARA_RECORD_INTERNAL_ISSUES"
 )
 
 type mcpOptions struct {
@@ -102,6 +109,10 @@ func runMCP(ctx context.Context, o mcpOptions, logOut io.Writer, stdin io.Reader
 		return err
 	}
 	log := newLogger(logOut)
+	recording, err := envBool(EnvRecordInternalIssues)
+	if err != nil {
+		return err
+	}
 	operatorURL := os.Getenv(EnvOperatorURL)
 	operatorHTTP, err := operatorClient(operatorURL, os.Getenv(EnvOperatorCABundle))
 	if err != nil {
@@ -132,7 +143,22 @@ func runMCP(ctx context.Context, o mcpOptions, logOut io.Writer, stdin io.Reader
 		id = taskIdentity{project: a.Project, task: a.Task, token: a.Token, claimedAt: a.ClaimedAt}
 		log = newLogger(logOut, a.Token)
 	}
-	srv := newTaskMCPServer(o, id, operatorURL, operatorHTTP, log, metrics)
+	backends := backend.TaskClients(os.Getenv(EnvMemoryURL), os.Getenv(EnvChatURL), operatorURL,
+		id.project, id.task, id.token, backend.HTTPClient(), operatorHTTP, log)
+	var recordIssue func(internalissue.Report)
+	var fwd *issuerecord.Forwarder
+	fwdCtx, stopFwd := context.WithCancel(ctx)
+	defer stopFwd()
+	if recording && operatorURL != "" {
+		fwd = issuerecord.New(issuerecord.Config{Operator: backends[catalog.TargetOperator], Task: id.task, Log: log,
+			Count: func(outcome string) { metrics.InternalIssueRecords.WithLabelValues(outcome).Inc() }})
+		for _, outcome := range issuerecord.Outcomes {
+			metrics.InternalIssueRecords.WithLabelValues(outcome)
+		}
+		go fwd.Run(fwdCtx)
+		recordIssue = fwd.Send
+	}
+	srv := newTaskMCPServer(o, id, backends, log, metrics, recordIssue)
 
 	// Listen for MCP first, once the server is built (in a pool pod, once the claim is written):
 	// the wrapper starts the agent as soon as this port accepts a connection, so the first MCP
@@ -153,6 +179,12 @@ func runMCP(ctx context.Context, o mcpOptions, logOut io.Writer, stdin io.Reader
 		defer metricsSrv.stop()
 		// Runs before stop: the last tool calls' counts reach Prometheus before the sidecar exits.
 		defer metricsSrv.waitForScrape(o.scrapeWait)
+	}
+	if fwd != nil {
+		// Deferred after the metrics server's final scrape, so it runs before it: the reports still
+		// queued at SIGTERM are sent (within issuerecord.DefaultDrainFor), and their outcomes
+		// counted, before the last scrape.
+		defer func() { stopFwd(); <-fwd.Done() }()
 	}
 
 	startup := []any{"profile", o.toolProfile, "resolved_profile", srv.ResolvedProfile,
@@ -181,11 +213,12 @@ func (o mcpOptions) validate() error {
 // newTaskMCPServer builds the MCP server of the pod's Task: its profile, and the backends it
 // calls with the Task's identity and token (id), from the environment in a Task's pod and from
 // the claim in a pool pod.
-func newTaskMCPServer(o mcpOptions, id taskIdentity, operatorURL string, operatorHTTP *http.Client, log *slog.Logger, metrics *obs.Metrics) *mcpserver.Server {
+func newTaskMCPServer(o mcpOptions, id taskIdentity, backends map[catalog.Target]*backend.Client, log *slog.Logger, metrics *obs.Metrics,
+	recordIssue func(internalissue.Report)) *mcpserver.Server {
 	return mcpserver.New(mcpserver.Config{
-		Profile: o.toolProfile,
-		Backends: backend.TaskClients(os.Getenv(EnvMemoryURL), os.Getenv(EnvChatURL), operatorURL,
-			id.project, id.task, id.token, backend.HTTPClient(), operatorHTTP, log),
+		Profile:     o.toolProfile,
+		Backends:    backends,
+		RecordIssue: recordIssue,
 		Context:     map[string]string{catalog.EnvProject: id.project, catalog.EnvTask: id.task},
 		CallTimeout: o.callTimeout,
 		Version:     buildinfo.Version,
@@ -230,6 +263,20 @@ func serveHTTP(ctx context.Context, o mcpOptions, srv *mcpserver.Server, ln net.
 	case err := <-errc:
 		return fmt.Errorf("failed to serve MCP on %q: %w", o.listen, err)
 	}
+}
+
+// envBool reads a boolean environment variable: unset or empty is false; anything strconv.ParseBool
+// does not read stops the command with an error naming the variable.
+func envBool(name string) (bool, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("invalid %s %q: want true or false", name, v)
+	}
+	return b, nil
 }
 
 // operatorClient is the operator backend's HTTP client. A CA bundle that does not parse, or one

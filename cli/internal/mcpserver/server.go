@@ -17,6 +17,7 @@ import (
 	"tatara.dev/cli/internal/backend"
 	"tatara.dev/cli/internal/catalog"
 	"tatara.dev/cli/internal/obs"
+	"tatara.dev/cli/pkg/internalissue"
 )
 
 // ServerName is how the agent CLI namespaces our tools (mcp__tatara__<tool>); the wrapper
@@ -45,6 +46,9 @@ type Config struct {
 	// ClaimedAt is when a Task claimed this warm pool pod (zero otherwise): the first MCP request
 	// observes the time since in tatara_mcp_claim_to_first_request_seconds.
 	ClaimedAt time.Time
+	// RecordIssue, when set, hands each valid report_internal_issue report to the operator's
+	// record (issuerecord.Forwarder.Send); it must not block.
+	RecordIssue func(internalissue.Report)
 }
 
 // Server is a configured MCP server.
@@ -205,7 +209,7 @@ func (s *Server) call(ctx context.Context, t catalog.Tool, req mcp.CallToolReque
 		return "", obs.OutcomeInvalidArgs, err
 	}
 	if t.Handler != nil {
-		text, err := t.Handler(ctx, catalog.Deps{Logger: s.cfg.Logger, Context: s.cfg.Context, InternalIssues: s.countIssue}, args)
+		text, err := t.Handler(ctx, catalog.Deps{Logger: s.cfg.Logger, Context: s.cfg.Context, InternalIssues: s.countIssue, RecordIssue: s.cfg.RecordIssue}, args)
 		if err != nil {
 			var argErr *catalog.ArgError
 			if errors.As(err, &argErr) {

@@ -18,6 +18,8 @@ import (
 
 	"tatara.dev/cli/internal/backend"
 	"tatara.dev/cli/internal/catalog"
+	"tatara.dev/cli/internal/issuerecord"
+	"tatara.dev/cli/pkg/internalissue"
 )
 
 // wantCount is the catalog's count for a profile (every tool for "" and unknown names); the
@@ -93,6 +95,42 @@ func TestToolsListNeedsNoToken(t *testing.T) {
 	res := h.call(t, "task_get", map[string]any{})
 	if !res.IsError || !strings.Contains(resultText(res), "TATARA_OPERATOR_URL is not set") {
 		t.Errorf("task_get without operator URL: isError=%t %q", res.IsError, resultText(res))
+	}
+}
+
+// TestReportInternalIssueRecordsWithoutWaiting: a valid report goes to the operator's record, and
+// the agent's call is answered while the operator still holds that request: an operator that is
+// slow or down delays no report. An invalid report is not sent.
+func TestReportInternalIssueRecordsWithoutWaiting(t *testing.T) {
+	got := make(chan internalissue.Report, 2)
+	release := make(chan struct{})
+	operator := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var rep internalissue.Report
+		if err := json.NewDecoder(r.Body).Decode(&rep); err != nil {
+			t.Error(err)
+		}
+		got <- rep
+		<-release // the operator answers only once the test has its tool result
+		w.WriteHeader(http.StatusCreated)
+	}))
+	defer operator.Close()
+	fwd := issuerecord.New(issuerecord.Config{Operator: &backend.Client{Name: "operator", BaseURL: operator.URL}, Task: "task-1"})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer func() { cancel(); <-fwd.Done() }()
+	defer close(release) // before the forwarder's stop, which lets its request end
+	go fwd.Run(ctx)
+	h := newHarness(t, "implement", func(c *Config) { c.RecordIssue = fwd.Send })
+
+	if res := h.call(t, "report_internal_issue", map[string]any{"category": "bogus", "description": "x"}); !res.IsError {
+		t.Fatalf("unknown category accepted: %s", resultText(res))
+	}
+	res := h.call(t, "report_internal_issue", map[string]any{"category": "workspace_broken", "description": "clone failed", "offending_tool": "git"})
+	if res.IsError {
+		t.Fatalf("report rejected: %s", resultText(res))
+	}
+	want := internalissue.Report{Category: "workspace_broken", Severity: "error", Description: "clone failed", OffendingTool: "git"}
+	if rep := <-got; rep != want {
+		t.Fatalf("the operator got %+v, want %+v (the default severity filled in)", rep, want)
 	}
 }
 

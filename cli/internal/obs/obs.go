@@ -41,7 +41,10 @@ var ToolCallDurationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
 type Metrics struct {
 	RegisteredTools *prometheus.GaugeVec
 	InternalIssues  *prometheus.CounterVec
-	ToolCalls       *prometheus.CounterVec
+	// InternalIssueRecords counts the reports sent to the operator to be recorded, by outcome
+	// (issuerecord's); its series exist only where recording is on.
+	InternalIssueRecords *prometheus.CounterVec
+	ToolCalls            *prometheus.CounterVec
 	// ToolCallDuration observes every tools/call with the same labels as ToolCalls.
 	ToolCallDuration *prometheus.HistogramVec
 	BuildInfo        prometheus.Gauge
@@ -65,6 +68,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "tatara_mcp_internal_issue_total",
 			Help: "report_internal_issue calls accepted, by category and severity.",
 		}, []string{"category", "severity"}),
+		InternalIssueRecords: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tatara_mcp_internal_issue_records_total",
+			Help: "report_internal_issue reports sent to the operator to be recorded, by outcome (recorded, rate_limited, refused, failed, dropped).",
+		}, []string{"outcome"}),
 		ToolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tatara_mcp_tool_calls_total",
 			Help: "Tool calls handled, by tool and outcome.",
@@ -82,7 +89,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Help:    "In a warm pool pod: seconds from the Task's claim to the agent's first MCP request.",
 		Buckets: ClaimToFirstRequestBuckets,
 	})
-	reg.MustRegister(m.RegisteredTools, m.InternalIssues, m.ToolCalls, m.ToolCallDuration, m.BuildInfo, m.ClaimToFirstRequest)
+	reg.MustRegister(m.RegisteredTools, m.InternalIssues, m.InternalIssueRecords, m.ToolCalls, m.ToolCallDuration, m.BuildInfo, m.ClaimToFirstRequest)
 	// Every category/severity series exists from the start at 0: a scrape before the first
 	// report gives increase() the 0 it needs (the alerts also count a series first seen above 0,
 	// for a report made before the pod's first scrape).

@@ -138,12 +138,15 @@ func (r *Redactor) ReplaceAttr(_ []string, a slog.Attr) slog.Attr {
 
 // Truncate cuts s to at most MaxAttrBytes on a rune boundary, ending it with how many bytes were
 // cut; a shorter s is returned as it is.
-func Truncate(s string) string {
-	if len(s) <= MaxAttrBytes {
+func Truncate(s string) string { return TruncateTo(s, MaxAttrBytes) }
+
+// TruncateTo is Truncate to at most limit bytes (limit above 40, the room of the suffix).
+func TruncateTo(s string, limit int) string {
+	if len(s) <= limit {
 		return s
 	}
 	// Room for the suffix, "…[<up to 20 digits> bytes cut]".
-	keep := MaxAttrBytes - 40
+	keep := limit - 40
 	for keep > 0 && !utf8.RuneStart(s[keep]) {
 		keep--
 	}

@@ -21,7 +21,7 @@ var (
 )
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &Project{}, &ProjectList{}, &Task{}, &TaskList{})
+	s.AddKnownTypes(GroupVersion, &Project{}, &ProjectList{}, &Task{}, &TaskList{}, &InternalIssue{}, &InternalIssueList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

@@ -22,8 +22,13 @@ const TokenEnv = "TATARA_TOKEN"
 // Secret: the CA's Secret is in the operator's namespace, not the Task's.
 const OperatorCABundleEnv = "TATARA_OPERATOR_CA_BUNDLE"
 
-// Env returns the cli container's env, in the contract's order: the eight Tatara variables (nine
-// with TATARA_OPERATOR_CA_BUNDLE, after the token, when the operator has a CA), TATARA_TOOL_PROFILE
+// RecordInternalIssuesEnv, "true", has the cli send each report_internal_issue report to the
+// operator's record (the cli chart's internalIssues.record); only the cli container gets it.
+const RecordInternalIssuesEnv = "TATARA_RECORD_INTERNAL_ISSUES"
+
+// Env returns the cli container's env, in the contract's order: the eight Tatara variables (with
+// TATARA_OPERATOR_CA_BUNDLE after the token when the operator has a CA, and
+// TATARA_RECORD_INTERNAL_ISSUES after them when the cli chart turns recording on), TATARA_TOOL_PROFILE
 // last of them, then project.spec.agent.extraEnvs. The order matters: the kubelet keeps the later
 // of two same-named entries, so an extra can override the profile (docs/architecture.md, The agent
 // pod). TATARA_TOKEN is a secretKeyRef to the Task's token Secret; the wrapper container, where
@@ -59,11 +64,14 @@ func env(t target, project *tatarav1.Project, cfg Config) []corev1.EnvVar {
 	if cfg.OperatorCABundle != "" {
 		env = append(env, corev1.EnvVar{Name: OperatorCABundleEnv, Value: cfg.OperatorCABundle})
 	}
+	if cfg.RecordInternalIssues {
+		env = append(env, corev1.EnvVar{Name: RecordInternalIssuesEnv, Value: "true"})
+	}
 	env = append(env, corev1.EnvVar{Name: "TATARA_TOOL_PROFILE", Value: ToolProfileForKind(t.kind)})
 	return append(env, project.Spec.Agent.ExtraEnvs...)
 }
 
-// wrapperEnv is Env without TATARA_TOKEN and the CA bundle, with the wrapper's own variables
+// wrapperEnv is Env without TATARA_TOKEN, the CA bundle and the cli's recording switch, with the wrapper's own variables
 // inserted before the extras, so the extras stay last for the wrapper too. The agent runs
 // arbitrary code in the wrapper's container and can read the wrapper's /proc/<pid>/environ: the
 // token stays in the cli sidecar, which makes the agent's operator calls for it.
@@ -72,7 +80,7 @@ func wrapperEnv(t target, project *tatarav1.Project, cfg Config) []corev1.EnvVar
 	n := len(common) - len(project.Spec.Agent.ExtraEnvs)
 	env := make([]corev1.EnvVar, 0, len(common)+5)
 	for _, e := range common[:n] {
-		if e.Name != TokenEnv && e.Name != OperatorCABundleEnv && e.Name != claim.EnvOperatorTokenFile {
+		if e.Name != TokenEnv && e.Name != OperatorCABundleEnv && e.Name != RecordInternalIssuesEnv && e.Name != claim.EnvOperatorTokenFile {
 			env = append(env, e)
 		}
 	}

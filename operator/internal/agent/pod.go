@@ -116,6 +116,9 @@ type Config struct {
 	// (agentpod.FeatureClaimRef in both runtime ConfigMaps): only then may a Task on another ref than a
 	// pool's checkout claim a pool pod.
 	ClaimFetchesRef bool
+	// RecordInternalIssues is the cli runtime ConfigMap's RecordInternalIssuesKey: the cli sends
+	// each report_internal_issue report to the operator's record (RecordInternalIssuesEnv).
+	RecordInternalIssues bool
 	// OperatorVersion is the version of the operator building the pod. It is not in the pod, but
 	// in a pool pod's template hash: a new operator replaces the pool pods an older one built.
 	OperatorVersion string

@@ -226,6 +226,32 @@ func TestBuildPodOperatorCABundle(t *testing.T) {
 	}
 }
 
+// TestBuildPodRecordInternalIssues: the cli chart's recording switch reaches the cli sidecar alone,
+// before TATARA_TOOL_PROFILE (so the extras stay last), in a Task's pod and a pool pod alike.
+func TestBuildPodRecordInternalIssues(t *testing.T) {
+	for _, record := range []bool{false, true} {
+		cfg := testConfig()
+		cfg.RecordInternalIssues = record
+		for name, pod := range map[string]*corev1.Pod{
+			"task": BuildPod(testTask(tatarav1.KindImplement), workspaceProject(), cfg),
+			"pool": BuildPoolPod(workspaceProject(), implementPool(), cfg),
+		} {
+			for _, c := range append(pod.Spec.InitContainers, pod.Spec.Containers...) {
+				got, i := envValue(c.Env, RecordInternalIssuesEnv)
+				if c.Name != CLIContainer || !record {
+					if i >= 0 {
+						t.Errorf("%s pod, record %v: container %s has %s", name, record, c.Name, RecordInternalIssuesEnv)
+					}
+					continue
+				}
+				if _, profile := envValue(c.Env, "TATARA_TOOL_PROFILE"); got != "true" || i != profile-1 {
+					t.Errorf("%s pod: cli env %v: want %s=true right before TATARA_TOOL_PROFILE", name, names(c.Env), RecordInternalIssuesEnv)
+				}
+			}
+		}
+	}
+}
+
 // TestWrapperHasNoToken: the agent runs arbitrary code in the wrapper's container and can read
 // any process's environ there, so no container but the cli sidecar may carry the Task token, by
 // value or by reference to its Secret, whatever the Project (agent image, repo, push).

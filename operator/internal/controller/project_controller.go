@@ -88,7 +88,7 @@ func (r *ProjectReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 func (r *ProjectReconciler) readiness(ctx context.Context, project *tatarav1.Project) (metav1.ConditionStatus, string, string, error) {
 	var res agent.Resources
 	for _, cm := range []string{CLIRuntimeConfigMap, WrapperRuntimeConfigMap} {
-		if _, reason, err := readRuntimeConfig(ctx, r.Client, r.Config.RuntimeNamespace, cm, &res, nil, nil); err != nil {
+		if _, reason, err := readRuntimeConfig(ctx, r.Client, r.Config.RuntimeNamespace, cm, &res); err != nil {
 			if reason == "" {
 				return "", "", "", err
 			}

@@ -77,3 +77,23 @@ func runtimeScrapeInterval(cm *corev1.ConfigMap) (time.Duration, error) {
 	}
 	return d, nil
 }
+
+// RecordInternalIssuesKey of the cli runtime ConfigMap is the cli chart's internalIssues.record:
+// "true" or "false"; absent (a chart from before the key) is false.
+const RecordInternalIssuesKey = "recordInternalIssues"
+
+// runtimeRecordInternalIssues reads RecordInternalIssuesKey: an error naming the ConfigMap and the
+// key when it is neither true nor false.
+func runtimeRecordInternalIssues(cm *corev1.ConfigMap) (bool, error) {
+	raw, ok := cm.Data[RecordInternalIssuesKey]
+	if !ok {
+		return false, nil
+	}
+	switch raw {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, fmt.Errorf("configmap %s/%s key %q is %q: want true or false", cm.Namespace, cm.Name, RecordInternalIssuesKey, raw)
+}

@@ -98,3 +98,31 @@ func TestRuntimeScrapeInterval(t *testing.T) {
 		})
 	}
 }
+
+func TestRuntimeRecordInternalIssues(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		data    map[string]string
+		want    bool
+		wantErr string
+	}{
+		{"a chart from before the key", map[string]string{ImageKey: "x"}, false, ""},
+		{"on", map[string]string{RecordInternalIssuesKey: "true"}, true, ""},
+		{"off", map[string]string{RecordInternalIssuesKey: "false"}, false, ""},
+		{"not a boolean", map[string]string{RecordInternalIssuesKey: "yes"}, false, `key "recordInternalIssues" is "yes": want true or false`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "tatara-system", Name: CLIRuntimeConfigMap}, Data: tt.data}
+			got, err := runtimeRecordInternalIssues(cm)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.Contains(err.Error(), "tatara-system/"+CLIRuntimeConfigMap) {
+					t.Fatalf("error %v, want one naming the ConfigMap and %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("runtimeRecordInternalIssues = %v, %v; want %v", got, err, tt.want)
+			}
+		})
+	}
+}

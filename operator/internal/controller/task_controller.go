@@ -367,46 +367,55 @@ var requiredFeatures = map[string]struct {
 	WrapperRuntimeConfigMap: {[]string{agentpod.FeatureWorkspaceInit}, "tatara-wrapper 0.6.0"},
 }
 
+// runtimeConfig is what one runtime ConfigMap says beside its containers' resources.
+type runtimeConfig struct {
+	image          string
+	scrapeInterval time.Duration
+	// features are what its image can do (agentpod.FeaturesKey).
+	features []string
+	// recordInternalIssues is RecordInternalIssuesKey (the cli's ConfigMap writes it).
+	recordInternalIssues bool
+}
+
 // readRuntimeConfig reads one runtime ConfigMap: its image, the resources of its containers into
-// res, its scrape interval and its image's features. A missing ConfigMap, a missing image,
-// malformed resources or a missing required feature return a reason for the Task's or Project's
-// condition (the ConfigMap watch requeues them when it changes); other errors none. The Task,
-// Project and pool reconcilers share it, so a Project is Ready exactly when its Tasks would find
-// the runtime ConfigMaps usable.
-func readRuntimeConfig(ctx context.Context, c client.Reader, namespace, name string, res *agent.Resources, scrapeInterval *time.Duration, features *[]string) (string, string, error) {
+// res, its scrape interval, its image's features and the cli's recording switch. A missing
+// ConfigMap, a missing image, a malformed value or a missing required feature return a reason for
+// the Task's or Project's condition (the ConfigMap watch requeues them when it changes); other
+// errors none. The Task, Project and pool reconcilers share it, so a Project is Ready exactly when
+// its Tasks would find the runtime ConfigMaps usable.
+func readRuntimeConfig(ctx context.Context, c client.Reader, namespace, name string, res *agent.Resources) (runtimeConfig, string, error) {
+	var rc runtimeConfig
 	var cm corev1.ConfigMap
 	key := types.NamespacedName{Namespace: namespace, Name: name}
 	if err := c.Get(ctx, key, &cm); err != nil {
 		if apierrors.IsNotFound(err) {
-			return "", tatarav1.ReasonRuntimeConfigMissing, fmt.Errorf("configmap %s not found: install its chart or create it with key %q", key, ImageKey)
+			return rc, tatarav1.ReasonRuntimeConfigMissing, fmt.Errorf("configmap %s not found: install its chart or create it with key %q", key, ImageKey)
 		}
-		return "", "", fmt.Errorf("failed to get configmap %s: %w", key, err)
+		return rc, "", fmt.Errorf("failed to get configmap %s: %w", key, err)
 	}
 	img := cm.Data[ImageKey]
 	if img == "" {
-		return "", tatarav1.ReasonRuntimeConfigInvalid, fmt.Errorf("configmap %s has no non-empty key %q", key, ImageKey)
+		return rc, tatarav1.ReasonRuntimeConfigInvalid, fmt.Errorf("configmap %s has no non-empty key %q", key, ImageKey)
 	}
-	if err := runtimeResources(&cm, res); err != nil {
-		return "", tatarav1.ReasonRuntimeConfigInvalid, err
-	}
-	d, err := runtimeScrapeInterval(&cm)
+	err := runtimeResources(&cm, res)
 	if err != nil {
-		return "", tatarav1.ReasonRuntimeConfigInvalid, err
+		return rc, tatarav1.ReasonRuntimeConfigInvalid, err
 	}
-	if scrapeInterval != nil {
-		*scrapeInterval = d
+	if rc.scrapeInterval, err = runtimeScrapeInterval(&cm); err != nil {
+		return rc, tatarav1.ReasonRuntimeConfigInvalid, err
+	}
+	if rc.recordInternalIssues, err = runtimeRecordInternalIssues(&cm); err != nil {
+		return rc, tatarav1.ReasonRuntimeConfigInvalid, err
 	}
 	have := strings.Split(cm.Data[agentpod.FeaturesKey], ",")
 	for _, f := range requiredFeatures[name].features {
 		if !slices.Contains(have, f) {
-			return "", tatarav1.ReasonRuntimeConfigInvalid, fmt.Errorf("configmap %s lists no feature %q under key %q: this operator's agent pods need it of the image (%s or later; roll that chart forward, or this operator back)",
+			return rc, tatarav1.ReasonRuntimeConfigInvalid, fmt.Errorf("configmap %s lists no feature %q under key %q: this operator's agent pods need it of the image (%s or later; roll that chart forward, or this operator back)",
 				key, f, agentpod.FeaturesKey, requiredFeatures[name].since)
 		}
 	}
-	if features != nil {
-		*features = have
-	}
-	return img, "", nil
+	rc.image, rc.features = img, have
+	return rc, "", nil
 }
 
 // podConfig is the pod builder's input: the operator's URLs and the runtime ConfigMaps' images
@@ -430,21 +439,19 @@ func agentConfig(ctx context.Context, c client.Reader, conf Config) (agent.Confi
 	if conf.OperatorCABundle != nil {
 		cfg.OperatorCABundle = conf.OperatorCABundle()
 	}
-	var cliFeatures, wrapperFeatures []string
-	for _, rc := range []struct {
-		cm       string
-		dst      *string
-		scrape   *time.Duration
-		features *[]string
-	}{{CLIRuntimeConfigMap, &cfg.CLIImage, &cfg.CLIScrapeInterval, &cliFeatures}, {WrapperRuntimeConfigMap, &cfg.WrapperImage, &cfg.WrapperScrapeInterval, &wrapperFeatures}} {
-		img, reason, err := readRuntimeConfig(ctx, c, conf.RuntimeNamespace, rc.cm, &cfg.Resources, rc.scrape, rc.features)
-		if err != nil {
-			return cfg, reason, err
-		}
-		*rc.dst = img
+	cli, reason, err := readRuntimeConfig(ctx, c, conf.RuntimeNamespace, CLIRuntimeConfigMap, &cfg.Resources)
+	if err != nil {
+		return cfg, reason, err
 	}
-	cfg.ClaimFetchesRef = slices.Contains(cliFeatures, agentpod.FeatureClaimRef) && slices.Contains(wrapperFeatures, agentpod.FeatureClaimRef)
-	cfg.ModelGateway = slices.Contains(cliFeatures, agentpod.FeatureModelGateway)
+	wrapper, reason, err := readRuntimeConfig(ctx, c, conf.RuntimeNamespace, WrapperRuntimeConfigMap, &cfg.Resources)
+	if err != nil {
+		return cfg, reason, err
+	}
+	cfg.CLIImage, cfg.CLIScrapeInterval = cli.image, cli.scrapeInterval
+	cfg.WrapperImage, cfg.WrapperScrapeInterval = wrapper.image, wrapper.scrapeInterval
+	cfg.ClaimFetchesRef = slices.Contains(cli.features, agentpod.FeatureClaimRef) && slices.Contains(wrapper.features, agentpod.FeatureClaimRef)
+	cfg.ModelGateway = slices.Contains(cli.features, agentpod.FeatureModelGateway)
+	cfg.RecordInternalIssues = cli.recordInternalIssues
 	return cfg, "", nil
 }
 

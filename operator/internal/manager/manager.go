@@ -55,8 +55,10 @@ import (
 	"tatara.dev/operator/internal/apicert"
 	"tatara.dev/operator/internal/controller"
 	"tatara.dev/operator/internal/index"
+	"tatara.dev/operator/internal/internalissue"
 	"tatara.dev/operator/internal/metrics"
 	"tatara.dev/operator/internal/rest"
+	"tatara.dev/operator/internal/taskops"
 )
 
 // Name is the operator's name: event reporter, leader-election lease and managed-by label.
@@ -92,6 +94,10 @@ type Options struct {
 	MaxBodyBytes int64
 	// APIRateLimit bounds each Task's REST requests (429 above); the zero value is no limit.
 	APIRateLimit rest.RateLimit
+	// InternalIssueRateLimit bounds each Task's internal-issue reports (429 above).
+	InternalIssueRateLimit rest.RateLimit
+	// InternalIssuesPerProject is the most InternalIssue records of one Project (0: the default).
+	InternalIssuesPerProject int
 	// APISourceRateLimit bounds each source address's REST requests before authentication.
 	APISourceRateLimit rest.RateLimit
 	// Registerer receives the operator's metrics; nil means controller-runtime's registry,
@@ -143,6 +149,12 @@ func New(ctx context.Context, cfg *restclient.Config, opts Options) (*Operator, 
 	if err := opts.APIRateLimit.Validate(); err != nil {
 		return nil, fmt.Errorf("failed to configure the REST API: %w", err)
 	}
+	if err := opts.InternalIssueRateLimit.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid --internal-issue-rate-limit/--internal-issue-rate-burst: %w", err)
+	}
+	if opts.InternalIssuesPerProject < 0 {
+		return nil, fmt.Errorf("invalid --internal-issues-per-project %d: want a number >= 1 (0: the default, %d)", opts.InternalIssuesPerProject, taskops.DefaultInternalIssuesPerProject)
+	}
 	scheme, err := Scheme()
 	if err != nil {
 		return nil, err
@@ -181,6 +193,9 @@ func New(ctx context.Context, cfg *restclient.Config, opts Options) (*Operator, 
 		return nil, err
 	}
 	m := metrics.NewMetrics(reg)
+	if err := reg.Register(internalissue.NewOpenCollector(mgr.GetClient(), opts.Log)); err != nil {
+		return nil, fmt.Errorf("failed to register the open internal issues gauge: %w", err)
+	}
 	rec := mgr.GetEventRecorder(Name)
 
 	r := &controller.TaskReconciler{
@@ -207,6 +222,7 @@ func New(ctx context.Context, cfg *restclient.Config, opts Options) (*Operator, 
 		Addr: opts.APIAddr, Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: rec,
 		Metrics: m, Log: opts.Log.With("component", "api"), MaxBodyBytes: opts.MaxBodyBytes,
 		RateLimit: opts.APIRateLimit, SourceRateLimit: opts.APISourceRateLimit,
+		InternalIssueRateLimit: opts.InternalIssueRateLimit, InternalIssuesPerProject: opts.InternalIssuesPerProject,
 		LockNamespace: cmp.Or(opts.LeaderElectionNamespace, opts.Controller.RuntimeNamespace),
 	}
 	if apiTLS != nil {

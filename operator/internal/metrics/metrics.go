@@ -46,6 +46,9 @@ type Metrics struct {
 	WarmPoolClaims *prometheus.CounterVec
 	// WarmPoolClaimDelivery observes the time from a claim to the claimed pod's cli receiving it.
 	WarmPoolClaimDelivery prometheus.Histogram
+	// InternalIssueReports counts report_internal_issue reports the REST API received, by result:
+	// new, counted, reopened, duplicate, overflow (taskops) or rate_limited (rest).
+	InternalIssueReports *prometheus.CounterVec
 	// BuildInfo is always 1; its labels identify the running build.
 	BuildInfo prometheus.Gauge
 }
@@ -102,6 +105,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "tatara_operator_intents_total",
 			Help: "Intent calls by tool and result (recorded, replaced, idempotent, conflict).",
 		}, []string{"intent", "result"}),
+		InternalIssueReports: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tatara_operator_internal_issue_reports_total",
+			Help: "report_internal_issue reports received by the REST API, by result (new, counted, reopened, duplicate, overflow, rate_limited).",
+		}, []string{"result"}),
 		// One definition for the three components (docs/architecture.md, "Observability contract").
 		BuildInfo: buildinfo.NewGauge("tatara_operator_build_info", "operator"),
 	}
@@ -112,5 +119,5 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 // Collectors returns every metric, e.g. to unregister them from a shared registry.
 func (m *Metrics) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.APIRequests, m.APIConnectionsRefused, m.HTTPRequestDuration, m.AgentPodsCreated, m.TokenSecretsCreated, m.TaskReconciles, m.IntentsRecorded,
-		m.WarmPoolPods, m.WarmPoolClaims, m.WarmPoolClaimDelivery, m.BuildInfo}
+		m.WarmPoolPods, m.WarmPoolClaims, m.WarmPoolClaimDelivery, m.InternalIssueReports, m.BuildInfo}
 }

@@ -67,7 +67,7 @@ func (f fixture) server(t *testing.T, opts Options, latest *tatarav1.Task, extra
 		t.Fatal(err)
 	}
 	apiServer := fake.NewClientBuilder().WithScheme(f.scheme).WithObjects(append([]client.Object{latest, f.project.DeepCopy()}, extra...)...).
-		WithStatusSubresource(&tatarav1.Task{}).Build()
+		WithStatusSubresource(&tatarav1.Task{}, &tatarav1.InternalIssue{}).Build()
 	opts.Client, opts.APIReader = cachedReads{Client: apiServer, cache: cacheBuilder.Build()}, apiServer
 	return New(opts), apiServer
 }

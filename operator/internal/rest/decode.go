@@ -91,6 +91,14 @@ func oneOf(field, value string, allowed ...string) *apiError {
 	return errorf(http.StatusBadRequest, "field %q is %q: want one of %s", field, value, strings.Join(allowed, ", "))
 }
 
+// maxBytes refuses a field longer than limit bytes.
+func maxBytes(field, value string, limit int) *apiError {
+	if len(value) > limit {
+		return errorf(http.StatusBadRequest, "field %q is %d bytes: want at most %d", field, len(value), limit)
+	}
+	return nil
+}
+
 func firstErr(errs ...*apiError) *apiError {
 	for _, e := range errs {
 		if e != nil {

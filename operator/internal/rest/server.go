@@ -68,6 +68,11 @@ type Options struct {
 	// replica live (the operator's own namespace; taskops.Options.LockNamespace). Empty
 	// serialises inside this process only, which holds the limits for one replica alone.
 	LockNamespace string
+	// InternalIssueRateLimit bounds each Task's internal-issue reports, apart from RateLimit (429
+	// with Retry-After); the zero value is no limit.
+	InternalIssueRateLimit RateLimit
+	// InternalIssuesPerProject is taskops.Options.InternalIssuesPerProject.
+	InternalIssuesPerProject int
 }
 
 // Server is the REST API. It implements controller-runtime's manager.Runnable.
@@ -78,6 +83,8 @@ type Server struct {
 	grace *graceSlots
 	// limiters holds each Task's token bucket; nil without a rate limit.
 	limiters *taskLimiters
+	// reportLimiters holds each Task's bucket of internal-issue reports; nil without that limit.
+	reportLimiters *taskLimiters
 	// sources holds each source address's token bucket; nil without a source limit.
 	sources *sourceLimiters
 	// serving is true from the moment the listener accepts until shutdown begins.
@@ -166,16 +173,19 @@ func New(opts Options) *Server {
 	}
 	opts.Limits = opts.Limits.withDefaults()
 	ops := taskops.New(taskops.Options{Client: opts.Client, APIReader: opts.APIReader, Recorder: opts.Recorder,
-		Metrics: opts.Metrics, Log: opts.Log, LockNamespace: opts.LockNamespace})
+		Metrics: opts.Metrics, Log: opts.Log, LockNamespace: opts.LockNamespace, InternalIssuesPerProject: opts.InternalIssuesPerProject})
 	s := &Server{opts: opts, mux: http.NewServeMux(), grace: newGraceSlots(), ops: ops,
 		podReviewFailures: newLimiters[netip.Addr](PodReviewFailures, time.Now)}
 	if opts.RateLimit.Enabled() {
 		s.limiters = newTaskLimiters(opts.RateLimit, time.Now)
 	}
+	if opts.InternalIssueRateLimit.Enabled() {
+		s.reportLimiters = newTaskLimiters(opts.InternalIssueRateLimit, time.Now)
+	}
 	if opts.SourceRateLimit.Enabled() {
 		s.sources = newLimiters[netip.Addr](opts.SourceRateLimit, time.Now)
 	}
-	for _, rt := range s.routes() {
+	for _, rt := range append(s.routes(), s.reportRoute()) {
 		s.mux.Handle(rt.method+" "+rt.path, s.timed(rt.path, s.wrap(rt)))
 	}
 	s.mux.Handle(http.MethodPost+" "+TokenReviewPath, s.timed(TokenReviewPath, http.HandlerFunc(s.tokenReview)))

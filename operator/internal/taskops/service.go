@@ -36,6 +36,9 @@ type Options struct {
 	// replica live (the operator's own namespace). Empty serialises inside this process only,
 	// which holds the limits for one replica alone.
 	LockNamespace string
+	// InternalIssuesPerProject is the most InternalIssue records one Project holds, its overflow
+	// record aside; 0 means DefaultInternalIssuesPerProject.
+	InternalIssuesPerProject int
 }
 
 // Service makes the decisions of the REST API's calls. Every replica has one; all state it
@@ -46,6 +49,8 @@ type Service struct {
 	// sharedLocks is nil without Options.LockNamespace.
 	projectLocks keyedLock
 	sharedLocks  *leaseLock
+	// issueLocks serialises the internal-issue reports of each Project in this process.
+	issueLocks keyedLock
 	// notes records task notes, a group commit per Task.
 	notes *noteCommitter
 }
@@ -54,6 +59,9 @@ type Service struct {
 func New(opts Options) *Service {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	if opts.InternalIssuesPerProject <= 0 {
+		opts.InternalIssuesPerProject = DefaultInternalIssuesPerProject
 	}
 	s := &Service{opts: opts, notes: newNoteCommitter(opts.Client, opts.APIReader)}
 	if opts.LockNamespace != "" {
