@@ -58,7 +58,7 @@ func forwardToPod(ctx context.Context, t *testing.T, cfg *rest.Config, pod *core
 }
 
 // agentLoad makes operator tool calls through an agent pod's cli at a steady rate, as a busy agent
-// would (task_get and task_note in turn), and records each call's outcome and duration.
+// would (task_get and task_note in turn, and now and then a report_internal_issue), and records each call's outcome and duration.
 type agentLoad struct {
 	mcp  *client.Client
 	task string
@@ -112,10 +112,24 @@ func (l *agentLoad) run(ctx context.Context, interval time.Duration) {
 	}
 }
 
+// Every reportEvery-th call of the load, up to loadReports of them, is a report_internal_issue of
+// one problem: the cli answers it at once and sends it to the operator in the background, so
+// during rollouts its tries meet an operator that is going away or not there yet.
+const (
+	reportEvery = 50 // 5 s at loadInterval
+	loadReports = 8  // within the operator's burst of 10 reports per Task
+	// loadReportDescription is the one problem the load reports.
+	loadReportDescription = "e2e load report during operator rollouts"
+)
+
 func (l *agentLoad) call(i int) {
 	req := mcp.CallToolRequest{}
 	req.Params.Name = "task_get"
-	if i%2 == 1 {
+	switch {
+	case i%reportEvery == reportEvery/2 && i/reportEvery < loadReports:
+		req.Params.Name = "report_internal_issue"
+		req.Params.Arguments = map[string]any{"category": "tool_error", "severity": "warn", "description": loadReportDescription}
+	case i%2 == 1:
 		req.Params.Name = "task_note"
 		req.Params.Arguments = map[string]any{"text": fmt.Sprintf("load call %d", i)}
 	}
@@ -150,8 +164,9 @@ func resultText(res *mcp.CallToolResult) string {
 // time without a call completing (the gap an agent waiting on the operator would notice).
 type loadSummary struct {
 	calls, failed int
-	// notes is how many task_note calls were answered as recorded.
-	notes      int
+	// notes is how many task_note calls were answered as recorded, reports how many
+	// report_internal_issue calls were answered.
+	notes, reports int
 	failures   []string
 	slowest    time.Duration
 	longestGap time.Duration
@@ -179,6 +194,9 @@ func (l *agentLoad) summary() loadSummary {
 		}
 		if c.tool == "task_note" && c.err == "" {
 			s.notes++
+		}
+		if c.tool == "report_internal_issue" && c.err == "" {
+			s.reports++
 		}
 		s.slowest = max(s.slowest, c.end.Sub(c.start))
 		s.longestGap = max(s.longestGap, c.end.Sub(prevEnd))

@@ -219,6 +219,7 @@ func TestOperatorRollouts(t *testing.T) {
 	const name = "rollouts"
 	var task *tatarav1.Task
 	var pod *corev1.Pod
+	var reports int // report_internal_issue calls the load made
 	f := features.New("operator rollouts under agent load").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			task, pod = waitingAgent(ctx, t, cfg, name)
@@ -235,6 +236,7 @@ func TestOperatorRollouts(t *testing.T) {
 			}
 			time.Sleep(2 * time.Second) // calls in flight at the last rollout's end
 			s := stop()
+			reports = s.reports
 			logf("10 operator rollouts in %.0fs (%s)", time.Since(start).Seconds(), strings.Join(took, ", "))
 			checkLoad(t, "agent load during 10 operator rollouts", s, int(time.Since(start)/loadInterval)/2)
 			checkNotesKept(ctx, t, r, task, s)
@@ -244,8 +246,33 @@ func TestOperatorRollouts(t *testing.T) {
 			releaseAgent(ctx, t, cfg, task, pod)
 			return ctx
 		}).
+		Assess("each report sent during the rollouts is recorded once", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			r, cs := clients(t, cfg)
+			ended := terminalPod(ctx, t, r, task) // its cli has sent what it had
+			checkReportsRecordedOnce(ctx, t, r, cs, task, ended, reports)
+			return ctx
+		}).
 		Teardown(deleting(&task)).Feature()
 	testenv.Test(t, f)
+}
+
+// checkReportsRecordedOnce: the load's reports of one problem are one record counting each report
+// exactly once (a try repeated across a rollout is not counted again, none is lost), and the cli
+// logged no report as not recorded.
+func checkReportsRecordedOnce(ctx context.Context, t *testing.T, r *resources.Resources, cs *kubernetes.Clientset, task *tatarav1.Task, pod *corev1.Pod, sent int) {
+	t.Helper()
+	if sent == 0 {
+		t.Fatal("the load sent no report during the rollouts")
+	}
+	records := projectIssues(ctx, t, r, task.Spec.ProjectRef.Name)
+	if len(records) != 1 || records[0].Status.Count != int64(sent) {
+		t.Errorf("records of %s: %v; want one counting the %d reports sent", task.Spec.ProjectRef.Name, describeIssues(records), sent)
+	}
+	if lost := logRecords(t, podLogs(ctx, cs, pod, "cli"), func(rec map[string]any) bool {
+		return rec["msg"] == "internal issue not recorded by the operator"
+	}); len(lost) > 0 {
+		t.Errorf("the cli did not get reports recorded: %v", lost)
+	}
 }
 
 // TestLeaderFailover: the operator's leader is deleted in the middle of a Task while an agent

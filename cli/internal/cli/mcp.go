@@ -78,7 +78,10 @@ The tool profile (--tool-profile, else TATARA_TOOL_PROFILE) selects which tools 
 an empty or unknown profile serves every tool and logs a WARN. Backends come from
 TATARA_MEMORY_URL, TATARA_CHAT_URL and TATARA_OPERATOR_URL (bearer TATARA_TOKEN); task and
 project arguments default to TATARA_TASK and TATARA_PROJECT. With TATARA_OPERATOR_CA_BUNDLE (PEM)
-set, the operator's https URL is verified against that bundle alone.
+set, the operator's https URL is verified against that bundle alone. With
+TATARA_RECORD_INTERNAL_ISSUES=true, each valid report_internal_issue report is also sent, after
+it is logged and counted and without delaying the answer, to the operator, which keeps it in an
+InternalIssue record.
 
 In a warm pool's pod (TATARA_CLAIM_FILE set) there is no Task yet: the command first asks the
 operator for the pod's claim (GET /api/v1/claim, bearer the token in TATARA_CLAIM_TOKEN_FILE)

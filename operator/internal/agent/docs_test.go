@@ -23,6 +23,7 @@ func envTable() string {
 	cfg.OperatorURL = "https://tatara-operator.tatara-system.svc:8082"
 	cfg.OperatorCABundle = "-----BEGIN CERTIFICATE-----\n"
 	cfg.CLIScrapeInterval, cfg.WrapperScrapeInterval = 30e9, 30e9
+	cfg.RecordInternalIssues = true
 	project := modelProject()
 	project.Spec.Agent.ExtraEnvs = []corev1.EnvVar{{Name: "EXTRA_FROM_PROJECT", Value: "x"}}
 	pod := BuildPod(testTask(tatarav1.KindImplement), project, cfg)
