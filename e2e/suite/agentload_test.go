@@ -167,10 +167,10 @@ type loadSummary struct {
 	// notes is how many task_note calls were answered as recorded, reports how many
 	// report_internal_issue calls were answered.
 	notes, reports int
-	failures   []string
-	slowest    time.Duration
-	longestGap time.Duration
-	rate       float64
+	failures       []string
+	slowest        time.Duration
+	longestGap     time.Duration
+	rate           float64
 }
 
 func (l *agentLoad) summary() loadSummary {

@@ -96,7 +96,14 @@ func (s *Service) ReportInternalIssue(ctx context.Context, caller *tatarav1.Task
 			}
 		}
 		if !exists {
-			if err := s.opts.Client.Create(ctx, rec); err != nil && !apierrors.IsAlreadyExists(err) {
+			err := s.opts.Client.Create(ctx, rec)
+			switch {
+			case apierrors.IsAlreadyExists(err):
+				// Another replica created it a moment ago: count in its record as it is now.
+				if _, oerr = s.getIssue(ctx, rec); oerr != nil {
+					return InternalIssueRecorded{}, oerr
+				}
+			case err != nil:
 				return InternalIssueRecorded{}, errorf(Internal, "failed to create internal issue %s/%s: %v", rec.Namespace, rec.Name, err)
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -180,4 +181,34 @@ func TestReportInternalIssueMasksTheDescription(t *testing.T) {
 	if rec := getIssue(t, c, got.Record); strings.Contains(rec.Status.Description, key) {
 		t.Fatalf("description %q holds the key", rec.Status.Description)
 	}
+}
+
+// TestReportInternalIssueMeetsAnotherReplicasCreate: the record this replica found missing was
+// created by another before its own create; the report is counted in that record.
+func TestReportInternalIssueMeetsAnotherReplicasCreate(t *testing.T) {
+	s, c := newIssueService(t, 0)
+	first := mustReport(t, s, reporter("impl-a"), issueReport("auth", "warn", "401 from memory", "k1"))
+	// This replica's first read misses the record (it came before the other's create).
+	blind := New(Options{Client: c, APIReader: &missesFirstIssueRead{Client: c}})
+	got, err := blind.ReportInternalIssue(context.Background(), reporter("impl-b"), issueReport("auth", "warn", "401 from memory", "k2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Record != first.Record || got.Count != 2 {
+		t.Fatalf("%+v: want counted in %s with count 2", got, first.Record)
+	}
+}
+
+// missesFirstIssueRead answers NotFound to its first read of an InternalIssue.
+type missesFirstIssueRead struct {
+	client.Client
+	missed bool
+}
+
+func (m *missesFirstIssueRead) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*tatarav1.InternalIssue); ok && !m.missed {
+		m.missed = true
+		return apierrors.NewNotFound(tatarav1.GroupVersion.WithResource("internalissues").GroupResource(), key.Name)
+	}
+	return m.Client.Get(ctx, key, obj, opts...)
 }
