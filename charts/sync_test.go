@@ -89,7 +89,7 @@ func TestOperatorRolesGrantTheNarrowedRules(t *testing.T) {
 	for _, o := range r.objects {
 		switch o.GetKind() {
 		case "ClusterRole", "ClusterRoleBinding":
-			// The release check (a helm test pod, not the operator) may get the two CRDs; the
+			// The release check (a helm test pod, not the operator) may get the three CRDs; the
 			// operator may create TokenReviews and read nodes, nothing else.
 			if want, ok := clusterRoleRules[o.GetName()]; ok {
 				if o.GetKind() == "ClusterRole" {
@@ -100,7 +100,7 @@ func TestOperatorRolesGrantTheNarrowedRules(t *testing.T) {
 			} else if !strings.HasPrefix(o.GetName(), "tatara-operator-release-check-") {
 				t.Errorf("the chart renders %s: the operator must get no cluster-wide RBAC", describe(o))
 			} else if o.GetKind() == "ClusterRole" {
-				want := `[{"apiGroups":["apiextensions.k8s.io"],"resourceNames":["projects.tatara.dev","tasks.tatara.dev"],"resources":["customresourcedefinitions"],"verbs":["get"]}]`
+				want := `[{"apiGroups":["apiextensions.k8s.io"],"resourceNames":["projects.tatara.dev","tasks.tatara.dev","internalissues.tatara.dev"],"resources":["customresourcedefinitions"],"verbs":["get"]}]`
 				if got, _ := json.Marshal(nested(t, o, "rules")); string(got) != want {
 					t.Errorf("%s grants %s, want exactly %s", describe(o), got, want)
 				}

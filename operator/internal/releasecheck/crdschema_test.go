@@ -66,8 +66,8 @@ func TestCRDDiffNamesTheField(t *testing.T) {
 // CRDs must not report the cluster's CRDs as equal.
 func TestCRDsMatchRefusesNothingToCompare(t *testing.T) {
 	built, err := BuiltCRDs()
-	if err != nil || len(built) != 2 {
-		t.Fatalf("BuiltCRDs = %d CRDs, %v; want the Project and Task CRDs", len(built), err)
+	if err != nil || len(built) != 3 {
+		t.Fatalf("BuiltCRDs = %d CRDs, %v; want the Project, Task and InternalIssue CRDs", len(built), err)
 	}
 	if err := crdsMatch(context.Background(), nil, built); err == nil {
 		t.Error("crdsMatch without a client = nil")

@@ -263,7 +263,7 @@ func (c OperatorCheck) Run(ctx context.Context, r *releasecheck.Report) {
 		releasecheck.Version("operator", c.Version, c.AppVersion))
 	r.Check(fmt.Sprintf("deployment %s/%s is rolled out and Available", c.Namespace, c.Deployment),
 		eventually(ctx, c.Timeout, c.Interval, c.deploymentAvailable))
-	r.Check("the CRDs projects.tatara.dev and tasks.tatara.dev are established and served (tatara.dev/v1alpha1)",
+	r.Check("the CRDs projects.tatara.dev, tasks.tatara.dev and internalissues.tatara.dev are established and served (tatara.dev/v1alpha1)",
 		eventually(ctx, c.Timeout, c.Interval, c.crdsServed))
 	r.Check("the cluster's CRDs are this operator's: the same versions, every field of every schema",
 		crdsMatch(ctx, c.CRDs, c.WantCRDs))
@@ -320,7 +320,7 @@ func (c OperatorCheck) crdsServed(_ context.Context) error {
 	list, err := c.Kube.Discovery().ServerResourcesForGroupVersion(gv)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("the API server serves no %s: the CRDs are missing or not established (kubectl get crd projects.tatara.dev tasks.tatara.dev)", gv)
+			return fmt.Errorf("the API server serves no %s: the CRDs are missing or not established (kubectl get crd projects.tatara.dev tasks.tatara.dev internalissues.tatara.dev)", gv)
 		}
 		return fmt.Errorf("discovery of %s failed: %w", gv, err)
 	}
@@ -329,13 +329,13 @@ func (c OperatorCheck) crdsServed(_ context.Context) error {
 		served[res.Name] = true
 	}
 	var missing []string
-	for _, name := range []string{"projects", "tasks"} {
+	for _, name := range []string{"projects", "tasks", "internalissues"} {
 		if !served[name] {
 			missing = append(missing, name+".tatara.dev")
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("%s not served under %s: the CRD is missing or not established", strings.Join(missing, " and "), gv)
+		return fmt.Errorf("%s not served under %s: the CRD is missing or not established", strings.Join(missing, ", "), gv)
 	}
 	return nil
 }

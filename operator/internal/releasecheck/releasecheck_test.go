@@ -151,7 +151,8 @@ func kubeWith(t *testing.T, crds bool, objs ...runtime.Object) *fake.Clientset {
 	if crds {
 		kube.Discovery().(*fakediscovery.FakeDiscovery).Resources = []*metav1.APIResourceList{{
 			GroupVersion: tatarav1.GroupVersion.String(),
-			APIResources: []metav1.APIResource{{Name: "projects", Namespaced: true, Kind: "Project"}, {Name: "tasks", Namespaced: true, Kind: "Task"}},
+			APIResources: []metav1.APIResource{{Name: "projects", Namespaced: true, Kind: "Project"}, {Name: "tasks", Namespaced: true, Kind: "Task"},
+				{Name: "internalissues", Namespaced: true, Kind: "InternalIssue"}},
 		}}
 	}
 	return kube
@@ -171,8 +172,8 @@ func TestOperatorCheck(t *testing.T) {
 			name: "nothing deployed", crds: false, healthzCode: 503, version: "0.0.9",
 			wantFail: []string{
 				"FAIL  deployment tatara-system/tatara-operator is rolled out and Available: deployment tatara-system/tatara-operator does not exist",
-				"FAIL  the CRDs projects.tatara.dev and tasks.tatara.dev are established and served (tatara.dev/v1alpha1)",
-				"FAIL  the cluster's CRDs are this operator's: the same versions, every field of every schema: CRD projects.tatara.dev does not exist",
+				"FAIL  the CRDs projects.tatara.dev, tasks.tatara.dev and internalissues.tatara.dev are established and served (tatara.dev/v1alpha1)",
+				"FAIL  the cluster's CRDs are this operator's: the same versions, every field of every schema: CRD internalissues.tatara.dev does not exist; CRD projects.tatara.dev does not exist",
 				"/healthz with 200 ok: status 503",
 				"has version 0.0.9, want 0.1.0",
 			},

@@ -91,7 +91,7 @@ func TestReleaseCheckAgainstARealOperator(t *testing.T) {
 	out := run(operatorCheck)
 	for _, want := range []string{
 		"FAIL  deployment " + ns + "/tatara-operator is rolled out and Available: the controller has not observed generation 1 yet",
-		"PASS  the CRDs projects.tatara.dev and tasks.tatara.dev are established and served",
+		"PASS  the CRDs projects.tatara.dev, tasks.tatara.dev and internalissues.tatara.dev are established and served",
 		"PASS  the cluster's CRDs are this operator's",
 		"PASS  the REST API answers GET " + op.url + "/healthz with 200 ok",
 		"PASS  " + metricsSrv.URL + "/metrics serves tatara_operator_build_info",
