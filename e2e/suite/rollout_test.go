@@ -265,6 +265,7 @@ func checkReportsRecordedOnce(ctx context.Context, t *testing.T, r *resources.Re
 		t.Fatal("the load sent no report during the rollouts")
 	}
 	records := projectIssues(ctx, t, r, task.Spec.ProjectRef.Name)
+	logf("reports during the rollouts: %d sent, recorded as %v", sent, describeIssues(records))
 	if len(records) != 1 || records[0].Status.Count != int64(sent) {
 		t.Errorf("records of %s: %v; want one counting the %d reports sent", task.Spec.ProjectRef.Name, describeIssues(records), sent)
 	}

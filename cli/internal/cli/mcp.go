@@ -152,6 +152,9 @@ func runMCP(ctx context.Context, o mcpOptions, logOut io.Writer, stdin io.Reader
 	var fwd *issuerecord.Forwarder
 	fwdCtx, stopFwd := context.WithCancel(ctx)
 	defer stopFwd()
+	if recording && operatorURL == "" {
+		log.Warn("internal issues are not recorded: "+EnvRecordInternalIssues+" is true but "+EnvOperatorURL+" is not set", "task", id.task)
+	}
 	if recording && operatorURL != "" {
 		fwd = issuerecord.New(issuerecord.Config{Operator: backends[catalog.TargetOperator], Task: id.task, Log: log,
 			Count: func(outcome string) { metrics.InternalIssueRecords.WithLabelValues(outcome).Inc() }})
