@@ -11,6 +11,7 @@ import (
 
 	"tatara.dev/cli/internal/backend"
 	"tatara.dev/cli/pkg/internalissue"
+	"tatara.dev/testkit/testutil"
 )
 
 // outcomes counts a Forwarder's outcomes.
@@ -75,7 +76,7 @@ func TestForwarderRecordsOnceThroughAnOutage(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	go f.Run(ctx)
 	f.Send(report)
-	waitFor(t, func() bool { return o.get(OutcomeRecorded) == 1 })
+	testutil.WaitFor(t, "the report recorded", func() bool { return o.get(OutcomeRecorded) == 1 })
 	cancel()
 	<-f.Done()
 	mu.Lock()
@@ -117,7 +118,7 @@ func TestForwarderOutcomes(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			go f.Run(ctx)
 			f.Send(report)
-			waitFor(t, func() bool { return o.get(tt.want) == 1 })
+			testutil.WaitFor(t, "the outcome "+tt.want, func() bool { return o.get(tt.want) == 1 })
 			cancel()
 			<-f.Done()
 			mu.Lock()
@@ -177,16 +178,5 @@ func TestStopEndsAnOutageWithinDrainFor(t *testing.T) {
 	}
 	if got := o.get(OutcomeDropped); got != 2 {
 		t.Fatalf("dropped %d, want 2", got)
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within a minute")
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
